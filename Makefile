@@ -1,0 +1,34 @@
+# The two commands a newcomer needs: `make test` and `make reproduce`.
+# Both install missing Debian packages first (scripts/install-deps.sh).
+
+PRESET ?= default
+BUILD  ?= build
+JOBS   ?= $(shell nproc)
+
+.PHONY: all deps configure build test unit reproduce clean format
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+configure: deps
+	@cmake --preset $(PRESET) >/dev/null || cmake --preset $(PRESET)
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+unit: build
+	ctest --test-dir $(BUILD) -L unit -j $(JOBS) --output-on-failure
+
+test: build
+	@bash scripts/run-tests.sh $(BUILD)
+
+reproduce: build
+	@bash scripts/reproduce.sh $(BUILD)
+
+format:
+	@git ls-files '*.cc' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf build build-asan build-tsan

@@ -1,0 +1,57 @@
+#include "engine/core/kv_store.h"
+
+#include <chrono>
+#include <thread>
+
+#include "engine/core/clock.h"
+
+namespace tide {
+
+Status MemoryStore::set(const std::string& key, const std::string& value) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    values_[key] = value;
+  }
+  cv_.notify_all();
+  return Status::ok();
+}
+
+Result<std::string> MemoryStore::get(const std::string& key, double timeoutSeconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Deadline deadline = Deadline::after(timeoutSeconds);
+  while (true) {
+    auto it = values_.find(key);
+    if (it != values_.end()) return it->second;
+    if (cv_.wait_until(lock, deadline.when()) == std::cv_status::timeout && deadline.expired())
+      return TIDE_ERROR(Code::kTimeout, "store key '" + key + "' did not appear within " +
+                                            std::to_string(timeoutSeconds) + " s");
+  }
+}
+
+Result<int64_t> MemoryStore::add(const std::string& key, int64_t delta) {
+  int64_t v = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = values_.find(key);
+    if (it != values_.end()) v = std::stoll(it->second);
+    v += delta;
+    values_[key] = std::to_string(v);
+  }
+  cv_.notify_all();
+  return v;
+}
+
+Status storeBarrier(Store& store, const std::string& name, int count, double timeoutSeconds) {
+  TIDE_ASSIGN_OR_RETURN(int64_t arrived, store.add(name + "/count", 1));
+  if (arrived == count) return store.set(name + "/done", "1");
+  if (arrived > count)
+    return TIDE_ERROR(Code::kFailedPrecondition,
+                      "barrier '" + name + "' reached by more than " + std::to_string(count));
+  auto r = store.get(name + "/done", timeoutSeconds);
+  if (!r.isOk())
+    return r.status().withContext("barrier '" + name + "' (" + std::to_string(arrived) + "/" +
+                                  std::to_string(count) + " arrived)");
+  return Status::ok();
+}
+
+}  // namespace tide

@@ -1,0 +1,60 @@
+#pragma once
+// Key-value store used for rendezvous: ranks publish their addresses and
+// region descriptors under string keys and wait for each other's. Two
+// implementations: MemoryStore (ranks as threads in one process) and
+// exec::TcpStore (ranks as processes, possibly on several hosts).
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "engine/core/status.h"
+
+namespace tide {
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual Status set(const std::string& key, const std::string& value) = 0;
+  // Blocks until the key exists or the timeout passes (kTimeout).
+  virtual Result<std::string> get(const std::string& key, double timeoutSeconds) = 0;
+  // Atomically adds delta to an integer counter (created at 0) and returns the new value.
+  virtual Result<int64_t> add(const std::string& key, int64_t delta) = 0;
+};
+
+class MemoryStore final : public Store {
+ public:
+  Status set(const std::string& key, const std::string& value) override;
+  Result<std::string> get(const std::string& key, double timeoutSeconds) override;
+  Result<int64_t> add(const std::string& key, int64_t delta) override;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::string> values_;
+};
+
+// Prefixes every key, so several groups can share one store.
+class PrefixStore final : public Store {
+ public:
+  PrefixStore(Store& inner, std::string prefix) : inner_(inner), prefix_(std::move(prefix)) {}
+  Status set(const std::string& key, const std::string& value) override {
+    return inner_.set(prefix_ + key, value);
+  }
+  Result<std::string> get(const std::string& key, double timeoutSeconds) override {
+    return inner_.get(prefix_ + key, timeoutSeconds);
+  }
+  Result<int64_t> add(const std::string& key, int64_t delta) override {
+    return inner_.add(prefix_ + key, delta);
+  }
+
+ private:
+  Store& inner_;
+  std::string prefix_;
+};
+
+// Waits until `count` callers have arrived at barrier `name` (a counter key).
+Status storeBarrier(Store& store, const std::string& name, int count, double timeoutSeconds);
+
+}  // namespace tide

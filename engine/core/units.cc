@@ -1,0 +1,139 @@
+#include "engine/core/units.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+
+namespace tide {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Splits "12.5GiB" into 12.5 and "gib".
+Result<std::pair<double, std::string>> splitNumber(std::string_view text, const char* what) {
+  std::string_view s = trim(text);
+  if (s.empty()) return TIDE_ERROR(Code::kInvalidArgument, std::string("empty ") + what);
+  if (s.front() == '-' || s.front() == '+')
+    return TIDE_ERROR(
+        Code::kInvalidArgument,
+        std::string(what) + " must be a non-negative number: '" + std::string(text) + "'");
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  if (i == 0)
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      std::string(what) + " must start with a number: '" + std::string(text) + "'");
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + i, value);
+  if (ec != std::errc() || ptr != s.data() + i || !std::isfinite(value))
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      std::string("bad number in ") + what + ": '" + std::string(text) + "'");
+  return std::make_pair(value, lower(trim(s.substr(i))));
+}
+
+}  // namespace
+
+Result<uint64_t> parseSize(std::string_view text) {
+  TIDE_ASSIGN_OR_RETURN(auto parts, splitNumber(text, "size"));
+  auto [value, unit] = parts;
+  double mult = 0;
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "kib" || unit == "k")
+    mult = 1024.0;
+  else if (unit == "mib" || unit == "m")
+    mult = 1024.0 * 1024;
+  else if (unit == "gib" || unit == "g")
+    mult = 1024.0 * 1024 * 1024;
+  else if (unit == "tib" || unit == "t")
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  else if (unit == "kb")
+    mult = 1e3;
+  else if (unit == "mb")
+    mult = 1e6;
+  else if (unit == "gb")
+    mult = 1e9;
+  else if (unit == "tb")
+    mult = 1e12;
+  else
+    return TIDE_ERROR(Code::kInvalidArgument, "unknown size unit '" + unit + "' in '" +
+                                                  std::string(text) +
+                                                  "' (use B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)");
+  double bytes = value * mult;
+  if (bytes >= 1.8e19)
+    return TIDE_ERROR(Code::kInvalidArgument, "size too large: '" + std::string(text) + "'");
+  if (bytes != std::floor(bytes))
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "size is not a whole number of bytes: '" + std::string(text) + "'");
+  return static_cast<uint64_t>(bytes);
+}
+
+Result<uint64_t> parseCount(std::string_view text) {
+  std::string_view s = trim(text);
+  uint64_t v = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "expected a non-negative integer, got '" + std::string(text) + "'");
+  return v;
+}
+
+Result<double> parseRate(std::string_view text) {
+  TIDE_ASSIGN_OR_RETURN(auto parts, splitNumber(text, "rate"));
+  auto [value, unit] = parts;
+  double bytesPerSec = 0;
+  if (unit == "gbps" || unit == "gbit")
+    bytesPerSec = value * 1e9 / 8;
+  else if (unit == "mbps" || unit == "mbit")
+    bytesPerSec = value * 1e6 / 8;
+  else if (unit == "kbps" || unit == "kbit")
+    bytesPerSec = value * 1e3 / 8;
+  else if (unit == "gb/s" || unit == "gbyte/s")
+    bytesPerSec = value * 1e9;
+  else if (unit == "mb/s")
+    bytesPerSec = value * 1e6;
+  else if (unit == "kb/s")
+    bytesPerSec = value * 1e3;
+  else if (unit == "b/s")
+    bytesPerSec = value;
+  else
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "unknown rate unit '" + unit + "' in '" + std::string(text) +
+                          "' (use Gbps, Mbps, Kbps for bits/s or GB/s, MB/s, KB/s for bytes/s)");
+  if (bytesPerSec <= 0)
+    return TIDE_ERROR(Code::kInvalidArgument, "rate must be positive: '" + std::string(text) + "'");
+  return bytesPerSec;
+}
+
+std::string formatBytes(uint64_t bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  uint64_t v = bytes;
+  while (u < 4 && v >= 1024 && v % 1024 == 0) {
+    v /= 1024;
+    ++u;
+  }
+  if (u > 0 || bytes < 10240) return std::to_string(v) + " " + kUnits[u];
+  // Not an exact power-of-two multiple: show three significant digits.
+  double d = static_cast<double>(bytes);
+  u = 0;
+  while (u < 4 && d >= 1024) {
+    d /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g %s", d, kUnits[u]);
+  return buf;
+}
+
+}  // namespace tide

@@ -1,0 +1,12 @@
+#pragma once
+// Each `tide` subcommand lives in its own harness/cmd_*.cc and adds itself to
+// the CLI through one of these functions (listed once, in main.cc). A command
+// reports failure by throwing StatusError (caught in main: one line, exit 1).
+
+#include <CLI/CLI.hpp>
+
+namespace tide::harness {
+
+void addBackendsCommand(CLI::App& app);
+
+}  // namespace tide::harness

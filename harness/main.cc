@@ -1,0 +1,34 @@
+// The `tide` command line.
+
+#include <cstdio>
+#include <exception>
+
+#include "engine/core/status.h"
+#include "harness/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tide: testbed for RL weight synchronization and the rollout data plane"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tide 0.1.0");
+  tide::harness::addBackendsCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // One line, non-zero: CLI11's own multi-line usage dump is not wanted here.
+    std::fprintf(stderr, "tide: error: %s (see tide --help)\n", e.what());
+    return e.get_exit_code() ? e.get_exit_code() : 2;
+  } catch (const tide::StatusError& e) {
+    std::fprintf(stderr, "tide: error: %s\n", e.status.toString().c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tide: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
