@@ -8,5 +8,6 @@
 namespace tide::harness {
 
 void addBackendsCommand(CLI::App& app);
+void addCompareCommand(CLI::App& app);
 
 }  // namespace tide::harness

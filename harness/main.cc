@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tide 0.1.0");
   tide::harness::addBackendsCommand(app);
+  tide::harness::addCompareCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -19,10 +20,14 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {
+    // A command's own verdict (e.g. a regression found): its message and exit code.
+    std::fprintf(stderr, "tide: %s\n", e.what());
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
-    // One line, non-zero: CLI11's own multi-line usage dump is not wanted here.
+    // One line, exit 2: CLI11's own multi-line usage dump is not wanted here.
     std::fprintf(stderr, "tide: error: %s (see tide --help)\n", e.what());
-    return e.get_exit_code() ? e.get_exit_code() : 2;
+    return 2;
   } catch (const tide::StatusError& e) {
     std::fprintf(stderr, "tide: error: %s\n", e.status.toString().c_str());
     return 1;
