@@ -1,0 +1,187 @@
+#include "sim/executor.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <queue>
+
+#include "engine/core/clock.h"
+
+namespace tide::sim {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Timer {
+  double t;
+  TaskId task;
+  bool startsFlow;  // latency elapsed: the flow begins; else the delay ends
+  uint64_t seq;
+  bool operator>(const Timer& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+};
+
+class Runner {
+ public:
+  Runner(WorkGraph& g, FlowSolver& s) : g_(g), s_(s), locks_(g.lockCount()) {
+    starts_.assign(g.tasks().size(), 0.0);
+  }
+
+  Result<ExecResult> run() {
+    Stopwatch wall;
+    auto& tasks = g_.tasks();
+    for (TaskId i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].pendingDeps == 0) ready(i, 0.0);
+    }
+    s_.resolve(0.0);
+    double now = 0;
+    while (true) {
+      double tt = timers_.empty() ? kInf : timers_.top().t;
+      double tf = s_.nextCompletion();
+      double t = std::min(tt, tf);
+      if (t == kInf) break;
+      now = t;
+      while (!timers_.empty() && timers_.top().t <= now) {
+        Timer tm = timers_.top();
+        timers_.pop();
+        if (tm.startsFlow) {
+          startFlow(tm.task, now);
+        } else {
+          complete(tm.task, now);
+        }
+      }
+      for (FlowId f : s_.popCompleted(now)) complete(flowTask_[f], now);
+      s_.resolve(now);
+    }
+    if (done_ != tasks.size()) {
+      if (s_.activeFlows() > 0) {
+        return TIDE_ERROR(Code::kFailedPrecondition,
+                          "simulation stalled: a flow crosses a link of zero capacity");
+      }
+      return TIDE_ERROR(Code::kFailedPrecondition,
+                        "simulation stalled: " + std::to_string(tasks.size() - done_) +
+                            " tasks never became ready (dependency cycle or lock held)");
+    }
+    res_.makespan = now;
+    res_.tasksRun = done_;
+    res_.flows = flowTask_.size();
+    res_.solves = s_.solves();
+    buildStages();
+    res_.wallSeconds = wall.seconds();
+    return std::move(res_);
+  }
+
+ private:
+  void ready(TaskId id, double now) {
+    Task& t = g_.tasks()[id];
+    if (t.acquire >= 0) {
+      Lock& l = locks_[t.acquire];
+      if (l.held) {
+        l.waiters.push_back(id);
+        return;
+      }
+      l.held = true;
+    }
+    begin(id, now);
+  }
+
+  void begin(TaskId id, double now) {
+    Task& t = g_.tasks()[id];
+    starts_[id] = now;
+    if (t.isFlow) {
+      if (t.seconds > 0) {
+        timers_.push({now + t.seconds, id, true, seq_++});
+      } else {
+        startFlow(id, now);
+      }
+    } else {
+      timers_.push({now + t.seconds, id, false, seq_++});
+    }
+  }
+
+  void startFlow(TaskId id, double now) {
+    Task& t = g_.tasks()[id];
+    FlowId f = s_.start(g_.paths()[t.pathId], t.bytes, now);
+    if (flowTask_.size() <= f) flowTask_.resize(f + 1);
+    flowTask_[f] = id;
+  }
+
+  void complete(TaskId id, double now) {
+    Task& t = g_.tasks()[id];
+    ++done_;
+    if (t.record) {
+      res_.events.push_back({starts_[id], now, t.src, t.dst, t.bytes, t.stage, t.kind});
+    }
+    if (t.release >= 0) {
+      Lock& l = locks_[t.release];
+      l.held = false;
+      if (!l.waiters.empty()) {
+        TaskId next = l.waiters.front();
+        l.waiters.pop_front();
+        l.held = true;
+        begin(next, now);
+      }
+    }
+    for (TaskId s : t.succ) {
+      if (--g_.tasks()[s].pendingDeps == 0) ready(s, now);
+    }
+  }
+
+  void buildStages() {
+    const auto& names = g_.stageNames();
+    res_.stages.resize(names.size());
+    std::vector<std::vector<std::pair<double, double>>> spans(names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      res_.stages[i].name = names[i];
+      res_.stages[i].first = kInf;
+    }
+    for (const SimEvent& e : res_.events) {
+      StageStats& s = res_.stages[e.stage];
+      s.first = std::min(s.first, e.tStart);
+      s.last = std::max(s.last, e.tEnd);
+      s.bytes += e.bytes;
+      ++s.tasks;
+      spans[e.stage].push_back({e.tStart, e.tEnd});
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      auto& sp = spans[i];
+      std::sort(sp.begin(), sp.end());
+      double busy = 0, a = -1, b = -1;
+      for (auto [s, e] : sp) {
+        if (s > b) {
+          if (b > a) busy += b - a;
+          a = s;
+          b = e;
+        } else {
+          b = std::max(b, e);
+        }
+      }
+      if (b > a) busy += b - a;
+      res_.stages[i].busy = busy;
+      if (res_.stages[i].tasks == 0) res_.stages[i].first = 0;
+    }
+  }
+
+  struct Lock {
+    bool held = false;
+    std::deque<TaskId> waiters;
+  };
+
+  WorkGraph& g_;
+  FlowSolver& s_;
+  std::vector<Lock> locks_;
+  std::vector<double> starts_;
+  std::vector<TaskId> flowTask_;
+  std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
+  uint64_t seq_ = 0;
+  uint64_t done_ = 0;
+  ExecResult res_;
+};
+
+}  // namespace
+
+Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver) {
+  return Runner(graph, solver).run();
+}
+
+}  // namespace tide::sim

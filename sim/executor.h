@@ -1,0 +1,50 @@
+#pragma once
+// Runs a WorkGraph on a FlowSolver: a discrete-event loop over timers
+// (delays, latencies) and flow completions, with max-min fair rates re-solved
+// once per event time.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "sim/flow_solver.h"
+#include "sim/work_graph.h"
+
+namespace tide::sim {
+
+struct SimEvent {
+  double tStart = 0;
+  double tEnd = 0;
+  int32_t src = -1;
+  int32_t dst = -1;
+  double bytes = 0;
+  uint16_t stage = 0;
+  TaskPath path = TaskPath::kCompute;
+};
+
+struct StageStats {
+  std::string name;
+  double first = 0;  // first start
+  double last = 0;   // last end
+  double busy = 0;   // length of the union of its task intervals
+  double bytes = 0;
+  uint64_t tasks = 0;
+};
+
+struct ExecResult {
+  double makespan = 0;
+  std::vector<SimEvent> events;
+  std::vector<StageStats> stages;
+  uint64_t tasksRun = 0;
+  uint64_t flows = 0;
+  uint64_t solves = 0;
+  double wallSeconds = 0;
+  double eventsPerSecond() const { return wallSeconds > 0 ? tasksRun / wallSeconds : 0; }
+};
+
+// Fails when the graph cannot finish (a dependency cycle or a lock never
+// released) or a flow can never progress (a zero-capacity link).
+[[nodiscard]] Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver);
+
+}  // namespace tide::sim

@@ -1,0 +1,199 @@
+#include "sim/flow_solver.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace tide::sim {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Flows whose finish times agree to this relative precision finish together:
+// identical flows then cost one re-solve, not one each.
+constexpr double kRelTol = 1e-9;
+constexpr double kAbsTol = 1e-12;
+}  // namespace
+
+LinkId FlowSolver::addLink(double bytesPerSecond, std::string name) {
+  Link l;
+  l.capacity = bytesPerSecond;
+  l.name = std::move(name);
+  links_.push_back(std::move(l));
+  return static_cast<LinkId>(links_.size() - 1);
+}
+
+FlowId FlowSolver::start(const std::vector<LinkId>& path, double bytes, double now) {
+  FlowId id = static_cast<FlowId>(flows_.size());
+  Flow f;
+  f.path = path;
+  // A link listed twice would be charged twice; a chain that re-crosses a
+  // switch uplink is modelled as crossing it once.
+  std::sort(f.path.begin(), f.path.end());
+  f.path.erase(std::unique(f.path.begin(), f.path.end()), f.path.end());
+  f.remaining = std::max(0.0, bytes);
+  f.updated = now;
+  f.active = true;
+  f.pos.resize(f.path.size());
+  for (size_t i = 0; i < f.path.size(); ++i) {
+    Link& l = links_[f.path[i]];
+    f.pos[i] = static_cast<uint32_t>(l.flows.size());
+    l.flows.push_back(id);
+    dirty_.push_back(f.path[i]);
+  }
+  if (f.path.empty()) {
+    // Crosses no shared resource: done as soon as it starts.
+    f.rate = kInf;
+    finish_.push({now, id, 0});
+  }
+  flows_.push_back(std::move(f));
+  ++active_;
+  return id;
+}
+
+void FlowSolver::detach(FlowId id) {
+  Flow& f = flows_[id];
+  for (size_t i = 0; i < f.path.size(); ++i) {
+    Link& l = links_[f.path[i]];
+    uint32_t p = f.pos[i];
+    FlowId moved = l.flows.back();
+    l.flows[p] = moved;
+    l.flows.pop_back();
+    if (moved != id) {
+      Flow& m = flows_[moved];
+      for (size_t j = 0; j < m.path.size(); ++j) {
+        if (m.path[j] == f.path[i] && m.pos[j] == l.flows.size()) {
+          m.pos[j] = p;
+          break;
+        }
+      }
+    }
+    dirty_.push_back(f.path[i]);
+  }
+  f.active = false;
+  f.path.clear();
+  f.path.shrink_to_fit();
+  f.pos.clear();
+  f.pos.shrink_to_fit();
+  --active_;
+}
+
+void FlowSolver::resolve(double now) {
+  if (dirty_.empty()) return;
+  ++epoch_;
+  std::vector<FlowId> comp;
+  std::vector<LinkId> compLinks;
+  std::vector<LinkId> stack;
+  for (LinkId l : dirty_) {
+    if (links_[l].mark == epoch_) continue;
+    links_[l].mark = epoch_;
+    stack.push_back(l);
+  }
+  dirty_.clear();
+  // Breadth of the affected component: flows sharing a link with a touched
+  // link, transitively.
+  while (!stack.empty()) {
+    LinkId l = stack.back();
+    stack.pop_back();
+    compLinks.push_back(l);
+    for (FlowId fid : links_[l].flows) {
+      Flow& f = flows_[fid];
+      if (f.mark == epoch_) continue;
+      f.mark = epoch_;
+      comp.push_back(fid);
+      for (LinkId nl : f.path) {
+        if (links_[nl].mark == epoch_) continue;
+        links_[nl].mark = epoch_;
+        stack.push_back(nl);
+      }
+    }
+  }
+  if (comp.empty()) return;
+  for (FlowId fid : comp) {
+    Flow& f = flows_[fid];
+    f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated));
+    f.updated = now;
+  }
+  fill(comp, compLinks);
+  for (FlowId fid : comp) {
+    Flow& f = flows_[fid];
+    ++f.version;
+    double t = f.rate > 0 ? now + f.remaining / f.rate : kInf;
+    if (f.remaining <= 0) t = now;
+    if (t < kInf) finish_.push({t, fid, f.version});
+  }
+  ++solves_;
+  solvedFlows_ += comp.size();
+}
+
+void FlowSolver::fill(const std::vector<FlowId>& comp, const std::vector<LinkId>& compLinks) {
+  struct Share {
+    double share;
+    LinkId link;
+    uint32_t version;
+    bool operator>(const Share& o) const { return share > o.share; }
+  };
+  std::priority_queue<Share, std::vector<Share>, std::greater<>> heap;
+  for (LinkId l : compLinks) {
+    Link& k = links_[l];
+    k.remCap = k.capacity;
+    k.unfrozen = static_cast<uint32_t>(k.flows.size());
+    ++k.heapVersion;
+    if (k.unfrozen > 0) heap.push({k.remCap / k.unfrozen, l, k.heapVersion});
+  }
+  for (FlowId fid : comp) flows_[fid].frozen = false;
+  // Progressive filling: the link with the smallest fair share saturates
+  // first; its flows are frozen at that share and leave the others.
+  while (!heap.empty()) {
+    Share s = heap.top();
+    heap.pop();
+    Link& k = links_[s.link];
+    if (s.version != k.heapVersion || k.unfrozen == 0) continue;
+    double share = std::max(0.0, k.remCap / k.unfrozen);
+    for (FlowId fid : k.flows) {
+      Flow& f = flows_[fid];
+      if (f.frozen) continue;
+      f.frozen = true;
+      f.rate = share;
+      for (LinkId pl : f.path) {
+        Link& o = links_[pl];
+        o.remCap -= share;
+        --o.unfrozen;
+        if (pl != s.link) {
+          ++o.heapVersion;
+          if (o.unfrozen > 0) heap.push({std::max(0.0, o.remCap) / o.unfrozen, pl, o.heapVersion});
+        }
+      }
+    }
+  }
+}
+
+double FlowSolver::nextCompletion() {
+  while (!finish_.empty()) {
+    const Finish& top = finish_.top();
+    const Flow& f = flows_[top.f];
+    if (f.active && f.version == top.version) return top.t;
+    if (f.active && f.path.empty() && top.version == 0) return top.t;
+    finish_.pop();
+  }
+  return kInf;
+}
+
+std::vector<FlowId> FlowSolver::popCompleted(double t) {
+  std::vector<FlowId> done;
+  double limit = t + std::max(kAbsTol, std::abs(t) * kRelTol);
+  while (!finish_.empty()) {
+    Finish top = finish_.top();
+    if (top.t > limit) break;
+    finish_.pop();
+    Flow& f = flows_[top.f];
+    bool valid = f.active && (f.version == top.version || (f.path.empty() && top.version == 0));
+    if (!valid) continue;
+    f.remaining = 0;
+    f.updated = t;
+    detach(top.f);
+    done.push_back(top.f);
+  }
+  return done;
+}
+
+}  // namespace tide::sim
