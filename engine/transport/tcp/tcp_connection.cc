@@ -1,0 +1,218 @@
+#include "engine/transport/tcp/tcp_connection.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "engine/core/errno_status.h"
+
+namespace tide::transport::tcp {
+namespace {
+
+bool transientErrno(int err) {
+  return err == EAGAIN || err == EWOULDBLOCK || err == EINTR;
+}
+
+Result<sockaddr_in> resolve(const std::string& host, uint16_t port) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || res == nullptr)
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "cannot resolve host '" + host + "': " + gai_strerror(rc));
+  addr.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
+  freeaddrinfo(res);
+  return addr;
+}
+
+}  // namespace
+
+Status Connection::closedError(const char* what) const {
+  return TIDE_ERROR(Code::kUnavailable, std::string(what) + ": connection to rank " +
+                                            std::to_string(peer_) + " closed");
+}
+
+Status Connection::checkWait(const IoWait& wait, bool started, double since) const {
+  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed))
+    return TIDE_ERROR(Code::kCancelled, "transport is shutting down");
+  if (!started && wait.idle) return wait.idle();
+  if (nowSeconds() - since > wait.stallSeconds)
+    return TIDE_ERROR(Code::kTimeout, "rank " + std::to_string(peer_) + " made no progress for " +
+                                          std::to_string(wait.stallSeconds) + " s");
+  return Status::ok();
+}
+
+Status Connection::sendAll(iovec* iov, int count, const IoWait& wait) {
+  double since = nowSeconds();
+  bool started = false;
+  while (count > 0) {
+    if (iov->iov_len == 0) {
+      ++iov;
+      --count;
+      continue;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(count);
+    ssize_t n = ::sendmsg(fd_.get(), &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (!transientErrno(errno))
+        return errno == EPIPE || errno == ECONNRESET
+                   ? closedError("send")
+                   : TIDE_ERRNO("send to rank " + std::to_string(peer_));
+      TIDE_RETURN_IF_ERROR(checkWait(wait, true, since));
+      continue;
+    }
+    started = true;
+    since = nowSeconds();
+    size_t left = static_cast<size_t>(n);
+    while (left > 0 && count > 0) {
+      size_t take = std::min(left, iov->iov_len);
+      iov->iov_base = static_cast<char*>(iov->iov_base) + take;
+      iov->iov_len -= take;
+      left -= take;
+      if (iov->iov_len == 0) {
+        ++iov;
+        --count;
+      }
+    }
+  }
+  (void)started;
+  return Status::ok();
+}
+
+Status Connection::sendAll(const void* data, size_t len, const IoWait& wait) {
+  iovec iov{const_cast<void*>(data), len};
+  return sendAll(&iov, 1, wait);
+}
+
+Status Connection::recvExact(void* buf, size_t len, const IoWait& wait) {
+  char* p = static_cast<char*>(buf);
+  double since = nowSeconds();
+  bool started = false;
+  while (len > 0) {
+    ssize_t n = ::recv(fd_.get(), p, len, MSG_WAITALL);
+    if (n == 0) return closedError("receive");
+    if (n < 0) {
+      if (!transientErrno(errno))
+        return errno == ECONNRESET ? closedError("receive")
+                                   : TIDE_ERRNO("receive from rank " + std::to_string(peer_));
+      TIDE_RETURN_IF_ERROR(checkWait(wait, started, since));
+      continue;
+    }
+    started = true;
+    since = nowSeconds();
+    lastReceive_.store(since, std::memory_order_relaxed);
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status Connection::discard(uint64_t len, const IoWait& wait) {
+  std::vector<char> sink(std::min<uint64_t>(len, 1 << 20));
+  while (len > 0) {
+    size_t n = static_cast<size_t>(std::min<uint64_t>(len, sink.size()));
+    TIDE_RETURN_IF_ERROR(recvExact(sink.data(), n, wait));
+    len -= n;
+  }
+  return Status::ok();
+}
+
+void Connection::shutdown() {
+  if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+}
+
+Status configureSocket(int fd, uint64_t bufferBytes) {
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+    return TIDE_ERRNO("setsockopt(TCP_NODELAY)");
+  timeval tv{0, static_cast<suseconds_t>(kTickSeconds * 1e6)};
+  if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0 ||
+      setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) != 0)
+    return TIDE_ERRNO("setsockopt(SO_RCVTIMEO/SO_SNDTIMEO)");
+  if (bufferBytes > 0) {
+    // Fixing the size turns off the kernel's autotuning; only on request.
+    int b = static_cast<int>(std::min<uint64_t>(bufferBytes, 1u << 30));
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof b) != 0 ||
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof b) != 0)
+      return TIDE_ERRNO("setsockopt(SO_SNDBUF/SO_RCVBUF)");
+  }
+  return Status::ok();
+}
+
+Result<UniqueFd> listenOn(const std::string& host, int backlog, uint16_t& port) {
+  TIDE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, 0));
+  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return TIDE_ERRNO("socket");
+  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return TIDE_ERRNO("bind to " + host);
+  if (::listen(fd.get(), backlog) != 0) return TIDE_ERRNO("listen on " + host);
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return TIDE_ERRNO("getsockname");
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+Result<UniqueFd> connectTo(const std::string& hostPort, const Deadline& deadline) {
+  auto colon = hostPort.rfind(':');
+  if (colon == std::string::npos)
+    return TIDE_ERROR(Code::kInvalidArgument, "address '" + hostPort + "' is not host:port");
+  int port = 0;
+  try {
+    port = std::stoi(hostPort.substr(colon + 1));
+  } catch (...) {
+    port = -1;
+  }
+  if (port <= 0 || port > 65535)
+    return TIDE_ERROR(Code::kInvalidArgument, "bad port in address '" + hostPort + "'");
+  TIDE_ASSIGN_OR_RETURN(sockaddr_in addr,
+                        resolve(hostPort.substr(0, colon), static_cast<uint16_t>(port)));
+  while (true) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) return TIDE_ERRNO("socket");
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+    if (errno != ECONNREFUSED && errno != EINTR && errno != EAGAIN)
+      return TIDE_ERRNO("connect to " + hostPort);
+    if (deadline.expired())
+      return TIDE_ERROR(Code::kTimeout, "connect to " + hostPort + ": refused until deadline");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+Status readWithDeadline(int fd, void* buf, size_t len, const Deadline& deadline) {
+  char* p = static_cast<char*>(buf);
+  while (len > 0) {
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining()).count();
+    if (ms <= 0) return TIDE_ERROR(Code::kTimeout, "handshake timed out");
+    pollfd pfd{fd, POLLIN, 0};
+    int rc = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(ms, 1000)));
+    if (rc < 0 && errno != EINTR) return TIDE_ERRNO("poll");
+    if (rc <= 0) continue;
+    ssize_t n = ::recv(fd, p, len, MSG_DONTWAIT);
+    if (n == 0) return TIDE_ERROR(Code::kUnavailable, "connection closed during handshake");
+    if (n < 0) {
+      if (transientErrno(errno)) continue;
+      return TIDE_ERRNO("handshake receive");
+    }
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+}  // namespace tide::transport::tcp
