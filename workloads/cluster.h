@@ -1,0 +1,50 @@
+#pragma once
+// Cluster description used by the simulator, the planner's lower bounds and
+// the real executor's emulated mode. Bandwidths are bytes/s (GB/s = 1e9 B/s).
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/status.h"
+
+namespace tide::workloads {
+
+struct FabricSpec {
+  int nodesPerLeaf = 0;           // 0 = a single non-blocking switch
+  double oversubscription = 1.0;  // leaf downlink : uplink bandwidth ratio (>= 1)
+  double latencySeconds = 2e-6;   // one-way NIC-to-NIC latency
+};
+
+struct ClusterSpec {
+  std::string name;
+  int nodes = 1;
+  int gpusPerNode = 1;
+  int nicsPerNode = 1;
+  double nicBps = 0;     // per NIC, one direction
+  double nvlinkBps = 0;  // per GPU, one direction, achievable
+  double pcieH2DBps = 0;
+  double pcieD2HBps = 0;
+  double hostMemBps = 0;  // host memcpy bandwidth per node
+  double storageBps = 0;  // per node
+  FabricSpec fabric;
+  // gpuNic[g] = NIC index of GPU g of a node; empty = g * nics / gpus.
+  std::vector<int> gpuNic;
+
+  int worldSize() const { return nodes * gpusPerNode; }
+  int nicOfGpu(int localGpu) const;
+  int nodeOfRank(int rank) const { return rank / gpusPerNode; }
+  std::string toString() const;
+};
+
+// "h100-ib-8x400", "h800-roce", "h20", "laptop".
+std::vector<std::string> clusterPresets();
+// A preset name with optional ":nodes=N" override, or a TOML file path.
+Result<ClusterSpec> loadCluster(std::string_view nameOrPath);
+Result<ClusterSpec> parseClusterToml(std::string_view tomlText, std::string_view origin);
+// "emulated:nodes=N,gpus=G,nic=RATE[,nics=K]" for the real executor: ranks on
+// one host, links throttled to RATE (e.g. 10Gbps, 2GB/s).
+Result<ClusterSpec> parseEmulated(std::string_view text);
+Status validateCluster(const ClusterSpec& c);
+
+}  // namespace tide::workloads

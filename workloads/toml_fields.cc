@@ -1,0 +1,82 @@
+#include "workloads/toml_fields.h"
+
+#include <cmath>
+
+namespace tide::workloads::detail {
+
+Status TomlFields::error(std::string_view key, const std::string& what) const {
+  return TIDE_ERROR(Code::kInvalidArgument, origin_ + ": '" + std::string(key) + "' " + what);
+}
+
+Status TomlFields::getU64(std::string_view key, uint64_t& out, uint64_t max, bool required) {
+  seen_.emplace(key);
+  const toml::node* n = t_.get(key);
+  if (!n) return required ? error(key, "is missing") : Status::ok();
+  auto v = n->value_exact<int64_t>();
+  if (!v) return error(key, "must be an integer");
+  if (*v < 0) return error(key, "must not be negative (got " + std::to_string(*v) + ")");
+  if (static_cast<uint64_t>(*v) > max) {
+    return error(key, "is too large (" + std::to_string(*v) + " > " + std::to_string(max) + ")");
+  }
+  out = static_cast<uint64_t>(*v);
+  return Status::ok();
+}
+
+Status TomlFields::getInt(std::string_view key, int& out, int max, bool required) {
+  uint64_t v = static_cast<uint64_t>(out);
+  TIDE_RETURN_IF_ERROR(getU64(key, v, static_cast<uint64_t>(max), required));
+  out = static_cast<int>(v);
+  return Status::ok();
+}
+
+Status TomlFields::getDouble(std::string_view key, double& out, bool required) {
+  seen_.emplace(key);
+  const toml::node* n = t_.get(key);
+  if (!n) return required ? error(key, "is missing") : Status::ok();
+  auto v = n->value<double>();  // accepts integers too
+  if (!v) return error(key, "must be a number");
+  if (!std::isfinite(*v)) return error(key, "must be finite");
+  out = *v;
+  return Status::ok();
+}
+
+Status TomlFields::getBool(std::string_view key, bool& out) {
+  seen_.emplace(key);
+  const toml::node* n = t_.get(key);
+  if (!n) return Status::ok();
+  auto v = n->value_exact<bool>();
+  if (!v) return error(key, "must be true or false");
+  out = *v;
+  return Status::ok();
+}
+
+Status TomlFields::getString(std::string_view key, std::string& out, bool required) {
+  seen_.emplace(key);
+  const toml::node* n = t_.get(key);
+  if (!n) return required ? error(key, "is missing") : Status::ok();
+  auto v = n->value_exact<std::string>();
+  if (!v) return error(key, "must be a string");
+  out = *v;
+  return Status::ok();
+}
+
+Status TomlFields::rejectUnknown() const {
+  for (const auto& [k, v] : t_) {
+    if (!seen_.count(k.str())) return error(k.str(), "is not a known key");
+  }
+  return Status::ok();
+}
+
+Result<toml::table> parseToml(std::string_view text, std::string_view origin) {
+  toml::parse_result r = toml::parse(text, origin);
+  if (!r) {
+    const auto& e = r.error();
+    return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ":" +
+                                                  std::to_string(e.source().begin.line) + ":" +
+                                                  std::to_string(e.source().begin.column) + ": " +
+                                                  std::string(e.description()));
+  }
+  return std::move(r).table();
+}
+
+}  // namespace tide::workloads::detail
