@@ -45,15 +45,17 @@ struct AdamSchedule {
 
 AdamSchedule buildSchedule(const RlConfig& cfg, const std::vector<float>& gradScales);
 
-// FP32 optimizer state of one element.
-struct ElementState {
-  float master = 0, m = 0, v = 0;
-};
+// Random-stream purposes (the last argument of streamKey()).
+inline constexpr uint64_t kStreamInit = 1;       // initial weights, version 0
+inline constexpr uint64_t kStreamDirection = 2;  // persistent gradient direction d_i
+inline constexpr uint64_t kStreamGrad = 3;       // per-step gradient noise n_{i,s}
+inline constexpr uint64_t kStreamRouting = 4;
+inline constexpr uint64_t kStreamRollout = 5;
 
-// One AdamW step of a run of elements [begin, begin+n) of tensor key `tensorKey`.
-// flat[j] is element j's flat index (for the random streams).
-void adamStep(const RlConfig& cfg, uint64_t tensorKey, int step, const AdamSchedule::Step& st,
-              const uint64_t* flat, size_t n, float* master, float* m, float* v);
+// One AdamW step over n elements. gradKey = streamKey(seed, tensor, step,
+// kStreamGrad); flat[j] is element j's flat index, dir[j] its d_j.
+void adamStep(const RlConfig& cfg, uint64_t gradKey, const AdamSchedule::Step& st,
+              const uint64_t* flat, const float* dir, size_t n, float* master, float* m, float* v);
 
 // Changed-element statistics of a run: for each step s (1..steps) and tensor,
 // the number of elements whose bf16 value differs between versions s-1 and s.

@@ -35,6 +35,14 @@ inline float normalFromBits(uint64_t h) {
   return (s - 131070.0f) * (1.0f / 37837.23f);
 }
 
+// Standard normal quantile of the 16-bit uniform u: Phi^-1((u + 0.5) / 65536)
+// from a table built once (bf16 keeps 8 significant bits, so 16-bit inputs
+// lose nothing). Four normals per 64-bit hash: the fast initial-weight path.
+const float* normalTable();
+inline float normalFromU16(const float* table, uint64_t h, unsigned chunk) {
+  return table[(h >> (16 * chunk)) & 0xffff];
+}
+
 // Uniform in [0, 1) with 53 bits.
 inline double uniformFromBits(uint64_t h) {
   return static_cast<double>(h >> 11) * 0x1.0p-53;

@@ -26,6 +26,7 @@ namespace tide::workloads {
 
 // bf16 bits of a float, round to nearest even (what a framework's cast does).
 inline uint16_t toBf16(float f);
+inline uint16_t toBf16Finite(float f);  // no NaN check: for values known to be finite
 inline float fromBf16(uint16_t b);
 
 class SyntheticWeights {
@@ -57,9 +58,12 @@ class SyntheticWeights {
   float initStd(uint32_t tensor) const { return initStd_[tensor]; }
   float initMean(uint32_t tensor) const { return initMean_[tensor]; }
 
-  // FP32 state of elements after `version` steps (master, m, v), flat indices.
+  // FP32 state of elements after `version` steps (master, m, v), flat
+  // indices; dir receives each element's persistent gradient direction.
   void replay(uint32_t tensor, const uint64_t* flat, size_t n, int version, float* master, float* m,
-              float* v) const;
+              float* v, float* dir) const;
+  void initialMaster(uint32_t tensor, const uint64_t* flat, size_t n, float* master) const;
+  void directions(uint32_t tensor, const uint64_t* flat, size_t n, float* dir) const;
 
  private:
   const ModelInventory& inv_;
@@ -89,8 +93,18 @@ class VersionedBox {
   Box box_;
   int version_ = 0;
   std::vector<uint64_t> flat_;  // flat index of each element
-  std::vector<float> master_, m_, v_;
+  std::vector<float> master_, m_, v_, dir_;
 };
+
+// Changed-element statistics of versions 0..steps (see ChangeStats).
+// samplePerTensor = 0 checks every element (exact); otherwise a fixed,
+// evenly strided sample of min(samplePerTensor, numel) elements per tensor.
+// Runs on `threads` threads (0 = hardware concurrency).
+Result<ChangeStats> measureChanges(const SyntheticWeights& w, int steps, uint64_t samplePerTensor,
+                                   int threads);
+
+// Flat (row-major over the tensor) index of each element of a box, in box order.
+std::vector<uint64_t> boxFlatIndices(const std::vector<uint64_t>& shape, const Box& box);
 
 inline uint16_t toBf16(float f) {
   uint32_t u;
@@ -98,6 +112,12 @@ inline uint16_t toBf16(float f) {
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40);  // NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
+}
+
+inline uint16_t toBf16Finite(float f) {
+  uint32_t u;
+  __builtin_memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
 inline float fromBf16(uint16_t b) {
