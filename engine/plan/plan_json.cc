@@ -21,15 +21,20 @@ Result<E> enumFrom(const json& j, const char* (*name)(E), int count, const char*
   for (int i = 0; i < count; ++i) {
     if (s == name(static_cast<E>(i))) return static_cast<E>(i);
   }
-  return TIDE_ERROR(Code::kInvalidArgument, std::string("plan json: unknown ") + what + " '" + s + "'");
+  return TIDE_ERROR(Code::kInvalidArgument,
+                    std::string("plan json: unknown ") + what + " '" + s + "'");
 }
 
 Result<workloads::DType> dtypeFrom(const json& j) {
   return workloads::parseDType(j.get<std::string>());
 }
 
-json boxLo(const RegionBox& b) { return std::vector<uint64_t>(b.lo.begin(), b.lo.begin() + b.ndim); }
-json boxHi(const RegionBox& b) { return std::vector<uint64_t>(b.hi.begin(), b.hi.begin() + b.ndim); }
+json boxLo(const RegionBox& b) {
+  return std::vector<uint64_t>(b.lo.begin(), b.lo.begin() + b.ndim);
+}
+json boxHi(const RegionBox& b) {
+  return std::vector<uint64_t>(b.hi.begin(), b.hi.begin() + b.ndim);
+}
 
 Result<RegionBox> boxFrom(const json& lo, const json& hi) {
   workloads::Box b;
@@ -181,7 +186,8 @@ json TransferPlan::toJson() const {
   for (const auto& b : buckets) {
     json e = json::array();
     for (const auto& x : b.entries) {
-      e.push_back(json::array({x.tensor, boxLo(x.box), boxHi(x.box), workloads::dtypeName(x.dtype)}));
+      e.push_back(
+          json::array({x.tensor, boxLo(x.box), boxHi(x.box), workloads::dtypeName(x.dtype)}));
     }
     j["buckets"].push_back(
         {{"id", b.id}, {"owner", b.owner}, {"stage", b.stage}, {"bytes", b.bytes}, {"entries", e}});

@@ -60,7 +60,9 @@ const char* pathName(Path p) {
 
 namespace {
 
-uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t ceilDiv(uint64_t a, uint64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Number of block-scale tiles a box touches: tiles span the last two dims.
 uint64_t touchedBlocks(const RegionBox& box, uint32_t block) {
@@ -77,8 +79,8 @@ uint64_t touchedBlocks(const RegionBox& box, uint32_t block) {
 }
 
 std::string where(size_t i, const Move& m) {
-  return "move " + std::to_string(i) + " (" + std::to_string(m.src) + "->" +
-         std::to_string(m.dst) + ", tensor " +
+  return "move " + std::to_string(i) + " (" + std::to_string(m.src) + "->" + std::to_string(m.dst) +
+         ", tensor " +
          (m.tensor == kWholeBucket ? std::string("bucket") : std::to_string(m.tensor)) + " " +
          m.box.toString() + ")";
 }
@@ -102,8 +104,8 @@ uint64_t TransferPlan::regionBytes(uint32_t tensor, const RegionBox& box,
 
 Move& TransferPlan::addMove(Move m) {
   m.path = pathBetween(m.src, m.dst);
-  m.bytes = m.tensor == kWholeBucket ? buckets[m.bucket].bytes
-                                     : regionBytes(m.tensor, m.box, m.dstDtype);
+  m.bytes =
+      m.tensor == kWholeBucket ? buckets[m.bucket].bytes : regionBytes(m.tensor, m.box, m.dstDtype);
   moves.push_back(m);
   return moves.back();
 }
@@ -145,8 +147,8 @@ Status TransferPlan::validate() const {
   for (const auto& h : holdings) {
     if (h.rank >= ranks.size()) return bad("holding on unknown rank " + std::to_string(h.rank));
     if (h.tensor >= tensors.size() || !inTensor(h.tensor, h.box)) {
-      return bad("holding of rank " + std::to_string(h.rank) + " is outside its tensor: " +
-                 h.box.toString());
+      return bad("holding of rank " + std::to_string(h.rank) +
+                 " is outside its tensor: " + h.box.toString());
     }
     if (h.space == Space::kBucket) return bad("holdings cannot be in bucket space");
     held[key(h.rank, h.space, h.tensor)].push_back(&h);
@@ -194,8 +196,8 @@ Status TransferPlan::validate() const {
     if ((m.kind == MoveKind::kConvert) != (m.src == m.dst)) {
       return bad(where(i, m) + ": convert moves and only they stay on one rank");
     }
-    const bool needsBucket = m.srcSpace == Space::kBucket || m.dstSpace == Space::kBucket ||
-                             m.tensor == kWholeBucket;
+    const bool needsBucket =
+        m.srcSpace == Space::kBucket || m.dstSpace == Space::kBucket || m.tensor == kWholeBucket;
     if (needsBucket && m.bucket >= buckets.size()) return bad(where(i, m) + ": unknown bucket");
     if (m.tensor == kWholeBucket) {
       if (m.srcSpace != Space::kBucket || m.dstSpace != Space::kBucket) {

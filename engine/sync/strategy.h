@@ -1,0 +1,50 @@
+#pragma once
+// A weight-sync strategy turns a resharding problem into a TransferPlan; it
+// never moves bytes itself. Strategies are listed explicitly in
+// strategy_registry.cc (no self-registration).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "engine/core/units.h"
+#include "engine/plan/reshard.h"
+#include "engine/plan/transfer_plan.h"
+#include "workloads/cluster.h"
+#include "workloads/layout.h"
+
+namespace tide::sync {
+
+struct StrategyOptions {
+  uint64_t bucketBytes = kGiB;     // pipeline / broadcast unit (in training dtype bytes)
+  int channels = 0;                // broadcast rings; 0 = NICs per node
+  uint64_t chunkBytes = 4 * kMiB;  // pipelining chunk of a broadcast hop
+  bool roundRobin = false;         // p2p: the naive source choice, for comparison
+  bool hostStaging = true;         // p2p: staging replica in pinned host memory
+};
+
+struct SyncProblem {
+  const plan::TransferPlan* base = nullptr;  // ranks, tensors, train/infer holdings
+  const plan::Reshard* reshard = nullptr;
+  const workloads::ClusterSpec* cluster = nullptr;
+  const workloads::TrainLayout* train = nullptr;  // the layouts base was built from
+  const workloads::InferLayout* infer = nullptr;
+  StrategyOptions options;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::string_view description() const = 0;
+  // Emits a validated plan, or fails with the reason.
+  [[nodiscard]] virtual Result<plan::TransferPlan> makePlan(const SyncProblem& problem) const = 0;
+};
+
+std::vector<std::string> strategyNames();
+Result<std::unique_ptr<Strategy>> createStrategy(std::string_view name);
+
+}  // namespace tide::sync
