@@ -1,0 +1,279 @@
+// rdma backend on a real device (SoftRoCE in the guest of
+// scripts/softroce.sh, or hardware). Skips when no device exists.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "engine/core/clock.h"
+#include "engine/core/kv_store.h"
+#include "engine/transport/rdma/device.h"
+#include "engine/transport/rdma/huge_pages.h"
+#include "engine/transport/rdma/rdma_transport.h"
+#include "engine/transport/registry.h"
+#include "tests/engine/transport/file_store.h"
+
+namespace tide::transport::rdma {
+namespace {
+
+using Tweak = std::function<void(TransportConfig&)>;
+
+#define REQUIRE_DEVICES(n)                                                                      \
+  do {                                                                                          \
+    if (listDevices().size() < (n)) {                                                           \
+      if (listDevices().empty()) GTEST_SKIP() << kNoDeviceHint;                                 \
+      GTEST_SKIP() << "needs " << (n) << " RDMA devices (scripts/softroce.sh run --devices 2)"; \
+    }                                                                                           \
+  } while (0)
+
+struct Pair {
+  MemoryStore store;
+  std::unique_ptr<Transport> t[2];
+};
+
+std::unique_ptr<Pair> connectPair(const Tweak& tweak0, const Tweak& tweak1 = {}) {
+  auto p = std::make_unique<Pair>();
+  Status errors[2];
+  std::thread th[2];
+  for (int r = 0; r < 2; ++r)
+    th[r] = std::thread([&, r] {
+      TransportConfig c;
+      c.backend = "rdma";
+      c.rank = r;
+      c.worldSize = 2;
+      c.store = &p->store;
+      c.streams = 2;
+      c.connectTimeoutSeconds = 30;
+      c.opTimeoutSeconds = 20;
+      const Tweak& tweak = (r == 1 && tweak1) ? tweak1 : tweak0;
+      if (tweak) tweak(c);
+      auto t = createTransport(c);
+      if (t.isOk())
+        p->t[r] = std::move(t).value();
+      else
+        errors[r] = t.status();
+    });
+  for (auto& x : th) x.join();
+  for (auto& e : errors) {
+    EXPECT_TRUE(e.isOk()) << e.toString();
+    if (!e.isOk()) return nullptr;
+  }
+  return p;
+}
+
+void fill(std::vector<uint8_t>& v, uint32_t seed) {
+  uint64_t x = 0x9E3779B97F4A7C15ull * (seed + 1);
+  for (auto& b : v) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<uint8_t>(x);
+  }
+}
+
+struct Regions {
+  std::vector<uint8_t> src, dst, back;
+  LocalRegion srcR, dstR, backR;
+};
+
+// rank 0: src and back; rank 1: dst (imported by rank 0).
+Regions setupRegions(Pair& p, uint64_t n) {
+  Regions g;
+  g.src.resize(n);
+  g.dst.resize(n);
+  g.back.resize(n);
+  fill(g.src, 7);
+  g.srcR = orThrow(p.t[0]->registerRegion(g.src.data(), n));
+  g.backR = orThrow(p.t[0]->registerRegion(g.back.data(), n));
+  g.dstR = orThrow(p.t[1]->registerRegion(g.dst.data(), n));
+  orThrow(p.t[0]->importRegion(g.dstR.descriptor));
+  return g;
+}
+
+void writeThenReadBack(Pair& p, uint64_t n) {
+  Regions g = setupRegions(p, n);
+  // Write and read the same remote bytes in ONE batch: read-after-write.
+  Request w{Op::kWrite, g.srcR.id, 0, 1, g.dstR.id, 0, n, 0};
+  Request r{Op::kRead, g.backR.id, 0, 1, g.dstR.id, 0, n, 0};
+  Request both[] = {w, r};
+  BatchId b = orThrow(p.t[0]->submit(both));
+  orThrow(p.t[0]->wait(b, 30));
+  EXPECT_EQ(std::memcmp(g.dst.data(), g.src.data(), n), 0) << "remote bytes differ";
+  EXPECT_EQ(std::memcmp(g.back.data(), g.src.data(), n), 0) << "read-after-write saw old bytes";
+}
+
+class RdmaPoll : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RdmaPoll, WriteThenReadInOneBatch) {
+  REQUIRE_DEVICES(1u);
+  auto p = connectPair([](TransportConfig& c) { c.options["poll"] = GetParam(); });
+  ASSERT_TRUE(p);
+  Stopwatch sw;
+  writeThenReadBack(*p, 24 << 20);
+  std::printf("poll=%s: 24 MiB write + read in %.3f s\n", GetParam().c_str(), sw.seconds());
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RdmaPoll, ::testing::Values("busy", "event"));
+
+TEST(Rdma, TwoDevicesStripe) {
+  REQUIRE_DEVICES(2u);
+  auto names = listDevices();
+  // Each rank uses both devices, crossed, so every rail crosses the veth pair.
+  auto p = connectPair(
+      [&](TransportConfig& c) {
+        c.devices = {names[0], names[1]};
+      },
+      [&](TransportConfig& c) {
+        c.devices = {names[1], names[0]};
+      });
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->t[0]->capabilities().devices, 2u);
+  writeThenReadBack(*p, 16 << 20);
+  RdmaStats s = rdmaStats(p->t[0].get());
+  ASSERT_EQ(s.bytesPerDevice.size(), 2u);
+  EXPECT_GT(s.bytesPerDevice[0], 4u << 20);
+  EXPECT_GT(s.bytesPerDevice[1], 4u << 20);
+  std::printf("striping: %llu bytes on %s, %llu on %s\n",
+              static_cast<unsigned long long>(s.bytesPerDevice[0]), names[0].c_str(),
+              static_cast<unsigned long long>(s.bytesPerDevice[1]), names[1].c_str());
+}
+
+TEST(Rdma, WriteWithImmArrivesAfterData) {
+  REQUIRE_DEVICES(1u);
+  auto p = connectPair([](TransportConfig& c) { c.options["poll"] = "event"; });
+  ASSERT_TRUE(p);
+  const uint64_t n = 5 << 20;
+  Regions g = setupRegions(*p, n);
+  for (uint32_t round = 0; round < 3; ++round) {
+    fill(g.src, 100 + round);
+    Request w{Op::kWriteWithImm, g.srcR.id, 0, 1, g.dstR.id, 0, n, 0xC0FFEE00u + round};
+    BatchId b = orThrow(p->t[0]->submit({&w, 1}));
+    auto note = p->t[1]->waitNotification(30);
+    ASSERT_TRUE(note.isOk()) << note.status().toString();
+    EXPECT_EQ(note->peer, 0);
+    EXPECT_EQ(note->imm, 0xC0FFEE00u + round);
+    EXPECT_EQ(std::memcmp(g.dst.data(), g.src.data(), n), 0) << "notified before data landed";
+    orThrow(p->t[0]->wait(b, 30));
+  }
+  EXPECT_EQ(p->t[1]->waitNotification(0.2).status().code(), Code::kTimeout);
+}
+
+TEST(Rdma, RdmaCmConnect) {
+  REQUIRE_DEVICES(1u);
+  auto p = connectPair([](TransportConfig& c) { c.options["connect"] = "cm"; });
+  ASSERT_TRUE(p);
+  writeThenReadBack(*p, 4 << 20);
+}
+
+TEST(Rdma, BadRkeyFailsTheBatchClearly) {
+  REQUIRE_DEVICES(1u);
+  auto p = connectPair([](TransportConfig& c) { c.streams = 1; });
+  ASSERT_TRUE(p);
+  Regions g = setupRegions(*p, 1 << 20);
+  RemoteRegion forged = g.dstR.descriptor;
+  forged.id = 999;
+  for (auto& k : forged.rkeys) k ^= 0x5a5a00;
+  orThrow(p->t[0]->importRegion(forged));
+  Request w{Op::kWrite, g.srcR.id, 0, 1, 999, 0, 1 << 20, 0};
+  Stopwatch sw;
+  BatchId b = orThrow(p->t[0]->submit({&w, 1}));
+  Status s = p->t[0]->wait(b, 30);
+  EXPECT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), Code::kPermissionDenied) << s.toString();
+  EXPECT_NE(s.message().find("remote access"), std::string::npos) << s.toString();
+  EXPECT_LT(sw.seconds(), 10.0);
+  // Out-of-range requests fail before anything is posted.
+  Request big{Op::kWrite, g.srcR.id, 0, 1, g.dstR.id, 1, 1 << 20, 0};
+  EXPECT_EQ(p->t[0]->submit({&big, 1}).status().code(), Code::kOutOfRange);
+}
+
+TEST(Rdma, RegistrationTimeIsMeasured) {
+  REQUIRE_DEVICES(1u);
+  auto p = connectPair({});
+  ASSERT_TRUE(p);
+  for (bool huge : {false, true}) {
+    auto buf = orThrow(allocateHostBuffer(64 << 20, huge));
+    std::memset(buf.data(), 1, buf.size());
+    auto r = orThrow(p->t[0]->registerRegion(buf.data(), buf.size()));
+    RdmaStats s = rdmaStats(p->t[0].get());
+    EXPECT_GT(s.lastRegistrationSeconds, 0.0);
+    EXPECT_GE(s.totalRegistrationSeconds, s.lastRegistrationSeconds);
+    std::printf("register %llu bytes (%s): %.6f s%s%s\n",
+                static_cast<unsigned long long>(buf.size()),
+                buf.hugePages ? "huge pages" : "4 KiB pages", s.lastRegistrationSeconds,
+                buf.fallbackReason.empty() ? "" : ", ", buf.fallbackReason.c_str());
+    orThrow(p->t[0]->deregisterRegion(r.id));
+  }
+}
+
+// Rank 1 lives in a child process that is SIGKILLed while rank 0 writes.
+TEST(Rdma, PeerKilledMidTransferFailsInBoundedTime) {
+  REQUIRE_DEVICES(1u);
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tide-rdma-kill-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const uint64_t n = 32 << 20;
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    testing::FileStore store(dir.string());
+    TransportConfig c;
+    c.backend = "rdma";
+    c.rank = 1;
+    c.worldSize = 2;
+    c.store = &store;
+    auto t = createTransport(c);
+    if (!t.isOk()) _exit(3);
+    std::vector<uint8_t> mem(n);
+    auto r = (*t)->registerRegion(mem.data(), n);
+    if (!r.isOk() || !store.set("desc/1", r->descriptor.serialize()).isOk()) _exit(4);
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    _exit(0);
+  }
+  testing::FileStore store(dir.string());
+  TransportConfig c;
+  c.backend = "rdma";
+  c.rank = 0;
+  c.worldSize = 2;
+  c.store = &store;
+  c.opTimeoutSeconds = 20;
+  auto t = createTransport(c);
+  if (!t.isOk()) ::kill(child, SIGKILL);
+  ASSERT_TRUE(t.isOk()) << t.status().toString();
+  std::vector<uint8_t> mem(n, 0x11);
+  auto mine = orThrow((*t)->registerRegion(mem.data(), n));
+  auto desc = orThrow(RemoteRegion::deserialize(orThrow(store.get("desc/1", 30))));
+  orThrow((*t)->importRegion(desc));
+  Request w{Op::kWrite, mine.id, 0, 1, desc.id, 0, n, 0};
+  orThrow((*t)->wait(orThrow((*t)->submit({&w, 1})), 30));  // the peer is alive
+
+  std::vector<Request> many(16, w);
+  BatchId b = orThrow((*t)->submit(many));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  Stopwatch sw;
+  Status s = (*t)->wait(b, 60);
+  for (int i = 0; s.isOk() && i < 4; ++i)  // the batch may have landed before the kill
+    s = (*t)->wait(orThrow((*t)->submit(many)), 60);
+  double secs = sw.seconds();
+  std::printf("peer death reported after %.2f s: %s\n", secs, s.toString().c_str());
+  EXPECT_FALSE(s.isOk());
+  EXPECT_TRUE(s.code() == Code::kUnavailable || s.code() == Code::kTimeout) << s.toString();
+  EXPECT_LT(secs, 25.0);
+  // Later submits fail fast instead of hanging.
+  auto again = (*t)->submit({&w, 1});
+  if (again.isOk()) {
+    EXPECT_FALSE((*t)->wait(*again, 30).isOk());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace tide::transport::rdma

@@ -1,0 +1,109 @@
+// rdma backend pieces that need no RDMA device: error messages when a device
+// is missing, option parsing, descriptors, host buffers, device memory errors.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "engine/core/kv_store.h"
+#include "engine/transport/rdma/device.h"
+#include "engine/transport/rdma/device_memory.h"
+#include "engine/transport/rdma/huge_pages.h"
+#include "engine/transport/rdma/rdma_transport_impl.h"
+#include "engine/transport/registry.h"
+
+namespace tide::transport::rdma {
+namespace {
+
+TEST(RdmaUnit, MissingDeviceIsNotFoundAndNamesIt) {
+  auto d = Device::open("tide_no_such_dev9", DeviceOptions{});
+  ASSERT_FALSE(d.isOk());
+  EXPECT_EQ(d.status().code(), Code::kNotFound);
+  EXPECT_NE(d.status().message().find("'tide_no_such_dev9' not found"), std::string::npos)
+      << d.status().toString();
+  const std::string want = listDevices().empty() ? kNoDeviceHint : "have: ";
+  EXPECT_NE(d.status().message().find(want), std::string::npos) << d.status().toString();
+}
+
+TEST(RdmaUnit, CreateThroughRegistryReportsMissingDevice) {
+  MemoryStore store;
+  TransportConfig c;
+  c.backend = "rdma";
+  c.store = &store;
+  c.devices = {"tide_no_such_dev9"};
+  auto t = createTransport(c);
+  ASSERT_FALSE(t.isOk());
+  EXPECT_EQ(t.status().code(), Code::kNotFound) << t.status().toString();
+}
+
+TEST(RdmaUnit, DescriptorWithRkeysRoundTrips) {
+  RemoteRegion r;
+  r.rank = 3;
+  r.id = 17;
+  r.size = 1ull << 33;
+  r.base = 0x7f0012345000ull;
+  r.key = 0xdeadbeefcafef00dull;
+  r.rkeys = {0x1234, 0xabcdef01};
+  auto back = RemoteRegion::deserialize(r.serialize());
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(*back, r);
+  std::string cut = r.serialize();
+  cut.pop_back();
+  EXPECT_EQ(RemoteRegion::deserialize(cut).status().code(), Code::kInvalidArgument);
+}
+
+TEST(RdmaUnit, OptionsParseAndRejectBadValues) {
+  TransportConfig c;
+  c.options = {{"poll", "event"}, {"connect", "cm"}, {"sq_depth", "256"}, {"gid_index", "3"}};
+  auto o = parseRdmaOptions(c);
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_EQ(o->poll, PollMode::kEvent);
+  EXPECT_TRUE(o->useCm);
+  EXPECT_EQ(o->qp.sqDepth, 256u);
+  EXPECT_EQ(o->device.gidIndex, 3);
+  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{{"poll", "spin"},
+                                                                      {"connect", "tcp"},
+                                                                      {"sq_depth", "0"},
+                                                                      {"retry_cnt", "9"},
+                                                                      {"port", "x"},
+                                                                      {"slice_min", "12abc"}}) {
+    TransportConfig bad;
+    bad.options = {{k, v}};
+    auto r = parseRdmaOptions(bad);
+    EXPECT_FALSE(r.isOk()) << k << "=" << v;
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(k), std::string::npos) << r.status().toString();
+  }
+}
+
+TEST(RdmaUnit, HostBufferHugeOrSaysWhyNot) {
+  auto b = allocateHostBuffer(3 << 20, /*wantHuge=*/true);
+  ASSERT_TRUE(b.isOk()) << b.status().toString();
+  EXPECT_GE(b->size(), 3u << 20);
+  EXPECT_EQ(b->size() % (2u << 20), 0u);
+  if (!b->hugePages) {
+    EXPECT_FALSE(b->fallbackReason.empty());
+  }
+  std::memset(b->data(), 0x5a, b->size());
+  EXPECT_EQ(static_cast<uint8_t*>(b->data())[b->size() - 1], 0x5a);
+  auto plain = allocateHostBuffer(4096, false);
+  ASSERT_TRUE(plain.isOk());
+  EXPECT_FALSE(plain->hugePages);
+  EXPECT_EQ(allocateHostBuffer(0, true).status().code(), Code::kInvalidArgument);
+}
+
+TEST(RdmaUnit, DeviceMemoryRegistrationFailsClearlyOnHostMemory) {
+  std::vector<uint8_t> host(4096);
+  auto mr = registerDeviceMemory(nullptr, host.data(), host.size(), 0);
+  ASSERT_FALSE(mr.isOk());
+  if (!deviceMemorySupported()) {
+    EXPECT_EQ(mr.status().code(), Code::kUnimplemented);
+  } else {
+    EXPECT_TRUE(mr.status().code() == Code::kUnavailable ||
+                mr.status().code() == Code::kInvalidArgument)
+        << mr.status().toString();
+  }
+}
+
+}  // namespace
+}  // namespace tide::transport::rdma
