@@ -1,0 +1,201 @@
+// tcp-specific behaviour: striping over streams, handshake rejection of
+// stray connections, hung peers timing out, bad configuration.
+
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <linux/tcp.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "engine/core/clock.h"
+#include "engine/transport/tcp/tcp_connection.h"
+#include "engine/transport/tcp/tcp_wire.h"
+#include "tests/engine/transport/file_store.h"
+#include "tests/engine/transport/transport_test_util.h"
+
+namespace tide::transport::testing {
+namespace {
+
+// Bytes received by every TCP socket this process holds.
+std::vector<uint64_t> receivedPerSocket() {
+  std::vector<uint64_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    int fd = std::atoi(e.path().filename().c_str());
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) continue;
+    out.push_back(info.tcpi_bytes_received);
+  }
+  return out;
+}
+
+Request writeReq(const Buffer& src, const RemoteRegion& dst, uint64_t len) {
+  Request r;
+  r.localRegion = src.region.id;
+  r.peer = dst.rank;
+  r.remoteRegion = dst.id;
+  r.length = len;
+  return r;
+}
+
+TEST(Tcp, LargeWritesAreStripedOverEveryStream) {
+  auto w = makeWorld("tcp", 2, [](TransportConfig& c) {
+    c.streams = 4;
+    c.options["slice_bytes"] = "256KiB";
+  });
+  ASSERT_TRUE(w.isOk()) << w.status().toString();
+  const uint64_t kLen = 32 << 20;
+  auto src = makeBuffer((*w)[0], kLen, 1);
+  auto dst = makeBuffer((*w)[1], kLen, 2);
+  ASSERT_TRUE(src.isOk() && dst.isOk());
+  ASSERT_TRUE((*w)[0].importRegion(dst->region.descriptor).isOk());
+  auto id = (*w)[0].submit(std::vector<Request>{writeReq(*src, dst->region.descriptor, kLen)});
+  ASSERT_TRUE(id.isOk());
+  ASSERT_TRUE((*w)[0].wait(*id, 60).isOk());
+  EXPECT_EQ(src->bytes, dst->bytes);
+  int busy = 0;
+  for (uint64_t n : receivedPerSocket()) busy += n >= kLen / 8;
+  EXPECT_EQ(busy, 4) << "each of the 4 streams should carry about a quarter";
+}
+
+TEST(Tcp, StrayConnectionsAreRejectedAndTheWorldStillForms) {
+  MemoryStore store;
+  auto config = [&](int rank) {
+    TransportConfig c;
+    c.backend = "tcp";
+    c.rank = rank;
+    c.worldSize = 2;
+    c.store = &store;
+    c.streams = 2;
+    c.connectTimeoutSeconds = 30;
+    return c;
+  };
+  Result<std::unique_ptr<Transport>> r0 = TIDE_ERROR(Code::kInternal, "not run");
+  std::thread t0([&] { r0 = createTransport(config(0)); });
+  auto addr = store.get("tcp/addr/0", 10);
+  ASSERT_TRUE(addr.isOk());
+  auto token = store.get("tcp/token", 10);
+  ASSERT_TRUE(token.isOk());
+  auto closedByPeer = [](int fd) {
+    char c;
+    Deadline d = Deadline::after(10);
+    while (!d.expired()) {
+      ssize_t n = ::recv(fd, &c, 1, 0);
+      if (n == 0 || (n < 0 && errno == ECONNRESET)) return true;
+      if (n > 0) return false;  // a reply means it was accepted
+    }
+    return false;
+  };
+  {  // right shape, wrong token
+    auto fd = tcp::connectTo(*addr, Deadline::after(5));
+    ASSERT_TRUE(fd.isOk());
+    tcp::Hello h;
+    h.token = std::stoull(*token, nullptr, 16) ^ 1;
+    h.rank = 1;
+    h.stream = 0;
+    h.worldSize = 2;
+    h.target = 0;
+    ASSERT_EQ(::send(fd->get(), &h, sizeof h, 0), static_cast<ssize_t>(sizeof h));
+    EXPECT_TRUE(closedByPeer(fd->get())) << "a hello with a bad token must be dropped";
+  }
+  {  // garbage
+    auto fd = tcp::connectTo(*addr, Deadline::after(5));
+    ASSERT_TRUE(fd.isOk());
+    const char junk[64] = "GET / HTTP/1.0\r\n\r\n";
+    ASSERT_EQ(::send(fd->get(), junk, sizeof junk, 0), static_cast<ssize_t>(sizeof junk));
+    EXPECT_TRUE(closedByPeer(fd->get()));
+  }
+  auto r1 = createTransport(config(1));
+  t0.join();
+  ASSERT_TRUE(r0.isOk()) << r0.status().toString();
+  ASSERT_TRUE(r1.isOk()) << r1.status().toString();
+  auto src = makeBuffer(**r0, 1000, 3);
+  auto dst = makeBuffer(**r1, 1000, 4);
+  ASSERT_TRUE((*r0)->importRegion(dst->region.descriptor).isOk());
+  auto id = (*r0)->submit(std::vector<Request>{writeReq(*src, dst->region.descriptor, 1000)});
+  ASSERT_TRUE(id.isOk());
+  ASSERT_TRUE((*r0)->wait(*id, 30).isOk());
+  EXPECT_EQ(src->bytes, dst->bytes);
+}
+
+TEST(Tcp, HungPeerTimesOutAfterOpTimeout) {
+  auto dir = std::filesystem::temp_directory_path() / ("tide-tcp-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  FileStore store(dir.string());
+  const uint64_t kLen = 64 << 20;
+  ChildPeer child;
+  Status started;
+  std::thread peer([&] { started = child.start(dir.string(), "tcp", 1, 2, kLen, 30); });
+  TransportConfig c;
+  c.backend = "tcp";
+  c.worldSize = 2;
+  c.store = &store;
+  c.opTimeoutSeconds = 2;
+  auto t = createTransport(c);
+  peer.join();
+  ASSERT_TRUE(t.isOk()) << t.status().toString();
+  ASSERT_TRUE(started.isOk()) << started.toString();
+  auto desc = RemoteRegion::deserialize(store.get("desc/1", 10).value());
+  ASSERT_TRUE(desc.isOk());
+  ASSERT_TRUE((*t)->importRegion(*desc).isOk());
+  auto src = makeBuffer(**t, kLen, 5);
+  child.signal(SIGSTOP);  // alive but silent: only the op timeout can tell
+  auto id = (*t)->submit(std::vector<Request>{writeReq(*src, *desc, kLen)});
+  ASSERT_TRUE(id.isOk());
+  Stopwatch sw;
+  Status s = (*t)->wait(*id, 60);
+  EXPECT_EQ(s.code(), Code::kTimeout) << s.toString();
+  EXPECT_GT(sw.seconds(), 1.0);
+  EXPECT_LT(sw.seconds(), 10.0) << "bounded by opTimeoutSeconds";
+  child.signal(SIGKILL);
+}
+
+TEST(Tcp, MissingPeerFailsAfterConnectTimeout) {
+  MemoryStore store;
+  TransportConfig c;
+  c.backend = "tcp";
+  c.worldSize = 2;
+  c.store = &store;
+  c.connectTimeoutSeconds = 1;
+  Stopwatch sw;
+  auto t = createTransport(c);
+  EXPECT_EQ(t.status().code(), Code::kTimeout) << t.status().toString();
+  EXPECT_LT(sw.seconds(), 10);
+}
+
+TEST(Tcp, BadConfigurationIsRejected) {
+  MemoryStore store;
+  TransportConfig c;
+  c.backend = "tcp";
+  c.worldSize = 2;
+  c.store = &store;
+  c.streams = 0;
+  EXPECT_EQ(createTransport(c).status().code(), Code::kInvalidArgument);
+  c.streams = 2;
+  c.options["slice_bytes"] = "0";
+  EXPECT_EQ(createTransport(c).status().code(), Code::kInvalidArgument);
+  c.options["slice_bytes"] = "12XB";
+  EXPECT_FALSE(createTransport(c).isOk());
+}
+
+TEST(Tcp, DeviceMemoryIsNotSupported) {
+  auto w = makeWorld("tcp", 1);
+  ASSERT_TRUE(w.isOk());
+  char b[16];
+  EXPECT_EQ((*w)[0].registerRegion(b, sizeof b, MemoryKind::kCuda).status().code(),
+            Code::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace tide::transport::testing

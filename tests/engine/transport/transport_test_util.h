@@ -1,0 +1,60 @@
+#pragma once
+// Helpers shared by the transport tests: a world of ranks as threads of this
+// process, registered buffers with patterns, and a rank in a child process.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/kv_store.h"
+#include "engine/transport/registry.h"
+
+namespace tide::transport::testing {
+
+struct World {
+  std::unique_ptr<MemoryStore> store = std::make_unique<MemoryStore>();
+  std::vector<std::unique_ptr<Transport>> ranks;
+  Transport& operator[](int r) { return *ranks[r]; }
+};
+
+// Backends the conformance suite runs: the compiled ones plus "fake",
+// narrowed by TIDE_CONFORMANCE_BACKENDS=a,b when set.
+std::vector<std::string> conformanceBackends();
+
+// Connects `size` ranks of `backend` (each created on its own thread).
+Result<World> makeWorld(const std::string& backend, int size,
+                        const std::function<void(TransportConfig&)>& tweak = {});
+
+// A registered buffer filled with a pattern.
+struct Buffer {
+  std::vector<uint8_t> bytes;
+  LocalRegion region;
+};
+Result<Buffer> makeBuffer(Transport& t, uint64_t size, uint32_t seed);
+void fillPattern(uint8_t* p, uint64_t n, uint32_t seed);
+// First index where the two differ, or -1.
+int64_t firstDiff(const uint8_t* a, const uint8_t* b, uint64_t n);
+
+// A rank of another process running transport_peer; killed on destruction.
+class ChildPeer {
+ public:
+  ChildPeer() = default;
+  ChildPeer(const ChildPeer&) = delete;
+  ChildPeer& operator=(const ChildPeer&) = delete;
+  ~ChildPeer();
+  // Starts it and waits (bounded) until it printed "ready".
+  Status start(const std::string& storeDir, const std::string& backend, int rank, int world,
+               uint64_t regionBytes, double timeoutSeconds);
+  void signal(int sig);
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+};
+
+}  // namespace tide::transport::testing
