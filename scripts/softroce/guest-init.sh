@@ -47,6 +47,11 @@ mount -t proc proc /newroot/proc || die "mount /proc"
 mount -t sysfs sysfs /newroot/sys || die "mount /sys"
 mount -t devtmpfs devtmpfs /newroot/dev || die "mount /dev"
 mkdir -p /newroot/dev/pts /newroot/dev/shm
+# What udev would add: bash process substitution needs /dev/fd.
+ln -s /proc/self/fd /newroot/dev/fd
+ln -s /proc/self/fd/0 /newroot/dev/stdin
+ln -s /proc/self/fd/1 /newroot/dev/stdout
+ln -s /proc/self/fd/2 /newroot/dev/stderr
 mount -t devpts devpts /newroot/dev/pts || die "mount /dev/pts"
 mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm || die "mount /dev/shm"
 mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp || die "mount /tmp"
