@@ -32,7 +32,19 @@ bool RdmaTransport::anyWorkingChannel(int peer) const {
   return false;
 }
 
+void RdmaTransport::progressLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    bool busy = !batches_.empty();
+    if (busy) (void)progress();  // errors stay in batches / fatal_
+    lock.unlock();
+    std::this_thread::sleep_for(std::chrono::microseconds(busy ? 200 : 2000));
+    lock.lock();
+  }
+}
+
 Result<BatchId> RdmaTransport::submit(std::span<const Request> requests) {
+  std::lock_guard<std::mutex> lock(mu_);
   TIDE_RETURN_IF_ERROR(progress());
   // Validate everything first: an invalid request starts none of them.
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -328,7 +340,8 @@ Status RdmaTransport::progress() {
   return fatal_;
 }
 
-Result<bool> RdmaTransport::waitUntil(const Deadline& deadline, const std::function<bool()>& done) {
+Result<bool> RdmaTransport::waitUntil(std::unique_lock<std::mutex>& lock, const Deadline& deadline,
+                                      const std::function<bool()>& done) {
   std::vector<ibv_comp_channel*> events;
   for (auto& r : rails_)
     if (r.events) events.push_back(r.events.get());
@@ -337,7 +350,9 @@ Result<bool> RdmaTransport::waitUntil(const Deadline& deadline, const std::funct
     if (done()) return true;
     if (deadline.expired()) return false;
     if (opts_.poll == PollMode::kBusy) {
+      lock.unlock();
       std::this_thread::yield();
+      lock.lock();
       continue;
     }
     for (auto& r : rails_) {
@@ -347,12 +362,19 @@ Result<bool> RdmaTransport::waitUntil(const Deadline& deadline, const std::funct
     TIDE_RETURN_IF_ERROR(progress());  // completions that raced the arming
     if (done()) return true;
     double left = std::chrono::duration<double>(deadline.remaining()).count();
-    TIDE_ASSIGN_OR_RETURN(bool woke, waitForEvents(events, std::min(left, 0.05)));
-    (void)woke;
+    lock.unlock();
+    auto woke = waitForEvents(events, std::min(left, 0.05));
+    lock.lock();
+    TIDE_RETURN_IF_ERROR(woke.status());
   }
 }
 
 Result<bool> RdmaTransport::test(BatchId batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return testLocked(batch);
+}
+
+Result<bool> RdmaTransport::testLocked(BatchId batch) {
   TIDE_RETURN_IF_ERROR(progress());
   auto it = batches_.find(batch);
   if (it == batches_.end())
@@ -365,21 +387,23 @@ Result<bool> RdmaTransport::test(BatchId batch) {
 }
 
 Status RdmaTransport::wait(BatchId batch, double timeoutSeconds) {
+  std::unique_lock<std::mutex> lock(mu_);
   if (batches_.find(batch) == batches_.end())
     return TIDE_ERROR(Code::kNotFound, "unknown or finished batch " + std::to_string(batch));
-  TIDE_ASSIGN_OR_RETURN(bool finished, waitUntil(Deadline::after(timeoutSeconds), [&] {
+  TIDE_ASSIGN_OR_RETURN(bool finished, waitUntil(lock, Deadline::after(timeoutSeconds), [&] {
                           auto it = batches_.find(batch);
                           return it == batches_.end() || it->second.done();
                         }));
   if (!finished)
     return TIDE_ERROR(Code::kTimeout, "batch " + std::to_string(batch) + " not finished after " +
                                           std::to_string(timeoutSeconds) + " s");
-  auto r = test(batch);
+  auto r = testLocked(batch);
   return r.isOk() ? Status::ok() : r.status();
 }
 
 Result<Notification> RdmaTransport::waitNotification(double timeoutSeconds) {
-  TIDE_ASSIGN_OR_RETURN(bool got, waitUntil(Deadline::after(timeoutSeconds),
+  std::unique_lock<std::mutex> lock(mu_);
+  TIDE_ASSIGN_OR_RETURN(bool got, waitUntil(lock, Deadline::after(timeoutSeconds),
                                             [&] { return !notifications_.empty(); }));
   if (!got)
     return TIDE_ERROR(Code::kTimeout, "no WRITE_WITH_IMM notification within " +

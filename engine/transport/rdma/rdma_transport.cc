@@ -180,10 +180,18 @@ Status RdmaTransport::init(const TransportConfig& config) {
   stats_.queuePairs = channels_.size();
   stats_.devices = static_cast<int>(rails_.size());
   stats_.bytesPerDevice.assign(rails_.size(), 0);
+  progressThread_ = std::thread([this] { progressLoop(); });
   return Status::ok();
 }
 
 RdmaTransport::~RdmaTransport() {
+  if (progressThread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    progressThread_.join();
+  }
   // Stop every QP, then drain so no work request still targets user memory.
   for (auto& ch : channels_) {
     if (ch.broken || !ch.qp) continue;
@@ -228,6 +236,7 @@ Capabilities RdmaTransport::capabilities() const {
 }
 
 Result<LocalRegion> RdmaTransport::registerRegion(void* addr, uint64_t size, MemoryKind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (addr == nullptr || size == 0)
     return TIDE_ERROR(Code::kInvalidArgument, "cannot register an empty region");
   Region reg;
@@ -275,6 +284,7 @@ Result<LocalRegion> RdmaTransport::registerRegion(void* addr, uint64_t size, Mem
 }
 
 Status RdmaTransport::deregisterRegion(uint32_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
   auto it = regions_.find(id);
   if (it == regions_.end())
     return TIDE_ERROR(Code::kNotFound, "no registered region " + std::to_string(id));
@@ -288,6 +298,7 @@ Status RdmaTransport::deregisterRegion(uint32_t id) {
 }
 
 Status RdmaTransport::importRegion(const RemoteRegion& remote) {
+  std::lock_guard<std::mutex> lock(mu_);
   if (remote.rank < 0 || remote.rank >= worldSize_)
     return TIDE_ERROR(Code::kInvalidArgument,
                       "region descriptor names rank " + std::to_string(remote.rank) +

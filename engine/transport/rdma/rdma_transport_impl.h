@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -51,7 +53,10 @@ class RdmaTransport final : public Transport {
   Status send(int peer, uint32_t tag, std::span<const uint8_t> bytes) override;
   Result<std::vector<uint8_t>> recv(int peer, uint32_t tag, double timeoutSeconds) override;
 
-  RdmaStats stats() const { return stats_; }
+  RdmaStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
 
  private:
   struct Rail {
@@ -85,6 +90,7 @@ class RdmaTransport final : public Transport {
 
   // Data path (data_path.cc).
   Status progress();
+  Result<bool> testLocked(BatchId batch);
   void pollSendCq(Rail& rail);
   void pollRecvCq(Rail& rail);
   void retire(Channel& ch, uint64_t seq, ibv_wc_status status);
@@ -95,8 +101,14 @@ class RdmaTransport final : public Transport {
   Status postFor(Batch& batch, PeerWork& work);
   void expireBatches();
   bool anyWorkingChannel(int peer) const;
-  // Runs progress until done() is true or the deadline passes (false).
-  Result<bool> waitUntil(const Deadline& deadline, const std::function<bool()>& done);
+  // Runs progress until done() is true or the deadline passes (false);
+  // releases `lock` while it sleeps or yields.
+  Result<bool> waitUntil(std::unique_lock<std::mutex>& lock, const Deadline& deadline,
+                         const std::function<bool()>& done);
+  // Background progress: posts what did not fit in the send queues and
+  // advances batch groups even while the caller is busy elsewhere (e.g.
+  // waiting for a peer's notification on the same thread).
+  void progressLoop();
 
   int rank_ = 0;
   int worldSize_ = 1;
@@ -121,6 +133,9 @@ class RdmaTransport final : public Transport {
   BatchId nextBatch_ = 1;
   Status fatal_;  // first error of the progress engine, reported on every call
   RdmaStats stats_;
+  mutable std::mutex mu_;  // guards everything above against the progress thread
+  bool stop_ = false;
+  std::thread progressThread_;
 };
 
 }  // namespace tide::transport::rdma

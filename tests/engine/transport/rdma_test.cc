@@ -256,16 +256,20 @@ TEST(Rdma, PeerKilledMidTransferFailsInBoundedTime) {
 
   std::vector<Request> many(16, w);
   BatchId b = orThrow((*t)->submit(many));
+  Stopwatch sw;  // from the kill: retry exhaustion or the 20 s op timeout
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
-  Stopwatch sw;
   Status s = (*t)->wait(b, 60);
   for (int i = 0; s.isOk() && i < 4; ++i)  // the batch may have landed before the kill
     s = (*t)->wait(orThrow((*t)->submit(many)), 60);
   double secs = sw.seconds();
   std::printf("peer death reported after %.2f s: %s\n", secs, s.toString().c_str());
   EXPECT_FALSE(s.isOk());
-  EXPECT_TRUE(s.code() == Code::kUnavailable || s.code() == Code::kTimeout) << s.toString();
+  // A dead peer shows as retry exhaustion, or as a remote access error when
+  // its kernel freed the MRs before the QP (seen on rxe).
+  EXPECT_TRUE(s.code() == Code::kUnavailable || s.code() == Code::kTimeout ||
+              s.code() == Code::kPermissionDenied)
+      << s.toString();
   EXPECT_LT(secs, 25.0);
   // Later submits fail fast instead of hanging.
   auto again = (*t)->submit({&w, 1});
