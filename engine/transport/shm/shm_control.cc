@@ -1,0 +1,270 @@
+#include "engine/transport/shm/shm_control.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+#include "engine/core/clock.h"
+#include "engine/core/errno_status.h"
+
+namespace tide::transport::shm {
+namespace {
+
+constexpr uint32_t kMaxMessage = 1u << 30;
+
+struct Hello {
+  int32_t rank;
+  uint64_t nonce;
+};
+
+struct Header {
+  uint32_t tag;
+  uint32_t length;
+};
+
+sockaddr_un abstractAddress(const std::string& name, socklen_t& len) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  // Abstract namespace (leading NUL): nothing on disk to clean up after a crash.
+  std::memcpy(a.sun_path + 1, name.data(), std::min(name.size(), sizeof a.sun_path - 2));
+  len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
+                               std::min(name.size(), sizeof a.sun_path - 2));
+  return a;
+}
+
+void setTimeouts(int fd, double seconds) {
+  timeval tv{};
+  tv.tv_sec = static_cast<time_t>(seconds);
+  tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+bool writeAll(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = ::send(fd, c, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool readAll(int fd, void* p, size_t n) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t r = ::recv(fd, c, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+}  // namespace
+
+ControlChannel::ControlChannel(int rank, int worldSize, double opTimeoutSeconds)
+    : rank_(rank),
+      worldSize_(worldSize),
+      opTimeout_(opTimeoutSeconds),
+      out_(worldSize),
+      gone_(worldSize, 0),
+      goneReason_(worldSize) {
+  for (int i = 0; i < worldSize; ++i) outMu_.push_back(std::make_unique<std::mutex>());
+}
+
+ControlChannel::~ControlChannel() {
+  stop_ = true;
+  if (wake_.valid()) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
+  }
+  if (receiver_.joinable()) receiver_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int p = 0; p < worldSize_; ++p) gone_[p] = 1;
+  }
+  cv_.notify_all();
+}
+
+Result<std::unique_ptr<ControlChannel>> ControlChannel::create(int rank, int worldSize,
+                                                               Store& store,
+                                                               double connectTimeoutSeconds,
+                                                               double opTimeoutSeconds) {
+  std::unique_ptr<ControlChannel> c(new ControlChannel(rank, worldSize, opTimeoutSeconds));
+  std::random_device rd;
+  c->nonce_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::string name = "tide-shm-" + std::to_string(::getpid()) + "-" + std::to_string(c->nonce_);
+
+  c->listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!c->listen_.valid()) return TIDE_ERRNO("socket(AF_UNIX)");
+  socklen_t alen = 0;
+  sockaddr_un addr = abstractAddress(name, alen);
+  if (::bind(c->listen_.get(), reinterpret_cast<sockaddr*>(&addr), alen) != 0)
+    return TIDE_ERRNO("bind control socket");
+  if (::listen(c->listen_.get(), 1024) != 0) return TIDE_ERRNO("listen control socket");
+  c->wake_.reset(::eventfd(0, EFD_CLOEXEC));
+  if (!c->wake_.valid()) return TIDE_ERRNO("eventfd");
+
+  std::string key = "shm/" + std::to_string(rank) + "/ctl";
+  TIDE_RETURN_IF_ERROR(store.set(key, name + "\n" + std::to_string(c->nonce_)));
+  c->receiver_ = std::thread([raw = c.get()] { raw->receiveLoop(); });
+
+  for (int p = 0; p < worldSize; ++p) {
+    if (p == rank) continue;
+    auto v = store.get("shm/" + std::to_string(p) + "/ctl", connectTimeoutSeconds);
+    if (!v.isOk()) return v.status().withContext("shm: waiting for rank " + std::to_string(p));
+    auto nl = v->find('\n');
+    if (nl == std::string::npos)
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "malformed shm control address of rank " + std::to_string(p));
+    std::string peerName = v->substr(0, nl);
+    Hello hello{rank, std::stoull(v->substr(nl + 1))};
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) return TIDE_ERRNO("socket(AF_UNIX)");
+    sockaddr_un pa = abstractAddress(peerName, alen);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&pa), alen) != 0)
+      return TIDE_ERRNO("shm: connect to rank " + std::to_string(p));
+    setTimeouts(fd.get(), opTimeoutSeconds);
+    if (!writeAll(fd.get(), &hello, sizeof hello))
+      return TIDE_ERRNO("shm: hello to rank " + std::to_string(p));
+    c->out_[p] = std::move(fd);
+  }
+  return c;
+}
+
+void ControlChannel::markGone(int peer, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!gone_[peer]) goneReason_[peer] = why;
+    gone_[peer] = 1;
+  }
+  cv_.notify_all();
+}
+
+bool ControlChannel::peerGone(int peer) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return gone_[peer] != 0;
+}
+
+bool ControlChannel::readMessage(int fd, int peer) {
+  Header h{};
+  if (!readAll(fd, &h, sizeof h)) return false;
+  if (h.length > kMaxMessage) return false;
+  std::vector<uint8_t> body(h.length);
+  if (h.length > 0 && !readAll(fd, body.data(), body.size())) return false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    inbox_[{peer, h.tag}].push_back(std::move(body));
+  }
+  cv_.notify_all();
+  return true;
+}
+
+void ControlChannel::receiveLoop() {
+  // fds_[i] pairs with peers[i]; -1 means the hello has not been read yet.
+  std::vector<UniqueFd> conns;
+  std::vector<int> peers;
+  while (!stop_) {
+    std::vector<pollfd> pfds;
+    pfds.push_back({wake_.get(), POLLIN, 0});
+    pfds.push_back({listen_.get(), POLLIN, 0});
+    for (auto& c : conns) pfds.push_back({c.get(), POLLIN, 0});
+    int n = ::poll(pfds.data(), pfds.size(), 500);
+    if (n < 0 && errno != EINTR) break;
+    if (stop_) break;
+    if (pfds[1].revents & POLLIN) {
+      UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (fd.valid()) {
+        setTimeouts(fd.get(), opTimeout_);
+        conns.push_back(std::move(fd));
+        peers.push_back(-1);
+      }
+    }
+    for (size_t i = conns.size(); i-- > 0;) {
+      if (pfds[i + 2].revents == 0) continue;
+      int fd = conns[i].get();
+      bool ok = true;
+      if (peers[i] < 0) {
+        Hello h{};
+        ok = readAll(fd, &h, sizeof h) && h.rank >= 0 && h.rank < worldSize_ && h.rank != rank_ &&
+             h.nonce == nonce_;
+        if (ok) peers[i] = h.rank;
+        if (!ok) {  // a stranger or a broken hello: drop the connection only
+          conns.erase(conns.begin() + static_cast<long>(i));
+          peers.erase(peers.begin() + static_cast<long>(i));
+          continue;
+        }
+      } else {
+        ok = readMessage(fd, peers[i]);
+        if (!ok) {
+          markGone(peers[i], "rank " + std::to_string(peers[i]) +
+                                 " closed its shm transport or its process exited");
+          conns.erase(conns.begin() + static_cast<long>(i));
+          peers.erase(peers.begin() + static_cast<long>(i));
+        }
+      }
+    }
+  }
+}
+
+Status ControlChannel::send(int peer, uint32_t tag, std::span<const uint8_t> bytes) {
+  if (peer < 0 || peer >= worldSize_)
+    return TIDE_ERROR(
+        Code::kInvalidArgument,
+        "send to rank " + std::to_string(peer) + " outside world of " + std::to_string(worldSize_));
+  if (bytes.size() > kMaxMessage)
+    return TIDE_ERROR(Code::kInvalidArgument, "control message over 1 GiB");
+  if (peer == rank_) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      inbox_[{peer, tag}].emplace_back(bytes.begin(), bytes.end());
+    }
+    cv_.notify_all();
+    return Status::ok();
+  }
+  Header h{tag, static_cast<uint32_t>(bytes.size())};
+  std::lock_guard<std::mutex> lock(*outMu_[peer]);
+  int fd = out_[peer].get();
+  if (!writeAll(fd, &h, sizeof h) || (!bytes.empty() && !writeAll(fd, bytes.data(), bytes.size())))
+    return TIDE_ERROR(Code::kUnavailable, "shm: send to rank " + std::to_string(peer) +
+                                              " failed: " + std::strerror(errno) +
+                                              " (peer gone or not reading)");
+  return Status::ok();
+}
+
+Result<std::vector<uint8_t>> ControlChannel::recv(int peer, uint32_t tag, double timeoutSeconds) {
+  if (peer < 0 || peer >= worldSize_)
+    return TIDE_ERROR(Code::kInvalidArgument, "recv from rank " + std::to_string(peer) +
+                                                  " outside world of " +
+                                                  std::to_string(worldSize_));
+  Deadline deadline = Deadline::after(timeoutSeconds);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    auto it = inbox_.find({peer, tag});
+    if (it != inbox_.end() && !it->second.empty()) {
+      std::vector<uint8_t> m = std::move(it->second.front());
+      it->second.pop_front();
+      return m;
+    }
+    if (gone_[peer])
+      return TIDE_ERROR(Code::kUnavailable,
+                        goneReason_[peer].empty() ? "shm transport closed" : goneReason_[peer]);
+    if (deadline.expired())
+      return TIDE_ERROR(Code::kTimeout, "no message from rank " + std::to_string(peer) + " (tag " +
+                                            std::to_string(tag) + ") within " +
+                                            std::to_string(timeoutSeconds) + " s");
+    cv_.wait_until(lock, deadline.when());
+  }
+}
+
+}  // namespace tide::transport::shm

@@ -1,0 +1,65 @@
+#pragma once
+// The shm backend's two-sided control channel and liveness signal: one
+// abstract unix-domain socket per rank, one connection per ordered pair of
+// ranks. A connection that reaches EOF means its peer closed its transport or
+// its process died, which is how one-sided requests to it fail fast.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <thread>
+#include <vector>
+
+#include "engine/core/fd.h"
+#include "engine/core/kv_store.h"
+#include "engine/core/status.h"
+
+namespace tide::transport::shm {
+
+class ControlChannel {
+ public:
+  ~ControlChannel();
+  ControlChannel(const ControlChannel&) = delete;
+  ControlChannel& operator=(const ControlChannel&) = delete;
+
+  // Publishes this rank's socket in the store and connects to every peer.
+  static Result<std::unique_ptr<ControlChannel>> create(int rank, int worldSize, Store& store,
+                                                        double connectTimeoutSeconds,
+                                                        double opTimeoutSeconds);
+
+  Status send(int peer, uint32_t tag, std::span<const uint8_t> bytes);
+  Result<std::vector<uint8_t>> recv(int peer, uint32_t tag, double timeoutSeconds);
+  // True once the peer's connection to us reached EOF or failed.
+  bool peerGone(int peer) const;
+
+ private:
+  ControlChannel(int rank, int worldSize, double opTimeoutSeconds);
+  void receiveLoop();
+  // Reads one framed message from an incoming connection; false on EOF/error.
+  bool readMessage(int fd, int peer);
+  void markGone(int peer, const std::string& why);
+
+  int rank_;
+  int worldSize_;
+  double opTimeout_;
+  uint64_t nonce_ = 0;  // peers prove they read it from the store
+  UniqueFd listen_;
+  UniqueFd wake_;  // eventfd that stops the receiver
+  std::vector<UniqueFd> out_;
+  std::vector<std::unique_ptr<std::mutex>> outMu_;
+  std::thread receiver_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::pair<int, uint32_t>, std::deque<std::vector<uint8_t>>> inbox_;
+  std::vector<uint8_t> gone_;            // per peer, under mu_
+  std::vector<std::string> goneReason_;  // per peer, under mu_
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace tide::transport::shm
