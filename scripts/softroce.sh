@@ -35,7 +35,7 @@ USAGE
 }
 
 die() { echo "softroce: $*" >&2; exit 1; }
-usageError() { echo "softroce: $*" >&2; usage >&2; exit 2; }
+usageError() { echo "softroce: $* (see softroce.sh --help)" >&2; exit 2; }
 srSetupError() { echo "softroce: setup failed at $1: $2" >&2; }
 
 cleanup() {
@@ -70,6 +70,8 @@ cmdUp() {
       *) usageError "up: unknown option $1" ;;
     esac
   done
+  [[ $addr =~ ^(192\.0\.2|198\.51\.100)\.[0-9]+/[0-9]+$ ]] ||
+    usageError "address $addr: only documentation ranges 192.0.2.0/24 and 198.51.100.0/24 are allowed"
   [ "$(id -u)" -eq 0 ] || die "up needs root"
   if ! hasNativeRxe || ! modprobe rdma_rxe 2>/dev/null; then
     die "this kernel ($(uname -r)) has no rdma_rxe; use \`scripts/softroce.sh run -- <command>\` to run in a guest that has it"
