@@ -9,5 +9,6 @@ namespace tide::harness {
 
 void addBackendsCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
+void addTraceCommand(CLI::App& app);
 
 }  // namespace tide::harness

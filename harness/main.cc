@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tide 0.1.0");
   tide::harness::addBackendsCommand(app);
   tide::harness::addCompareCommand(app);
+  tide::harness::addTraceCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
