@@ -127,7 +127,7 @@ srRunGuest() {
       rc=${last#exit }
       ;;
     setup-failed\ *)
-      srSetupError guest "${last#setup-failed }"
+      srSetupError "guest step" "${last#setup-failed }"
       rc=125
       ;;
     *)
