@@ -66,7 +66,6 @@ class TcpTransport final : public Transport, public StreamHost {
     c.backend = "tcp";
     c.writeWithImm = true;
     c.crossHost = true;
-    c.devices = static_cast<uint32_t>(config_.streams);
     return c;
   }
   int rank() const override { return config_.rank; }

@@ -333,7 +333,7 @@ std::vector<BatchId> floodWrites(Transport& t, const Buffer& src, const RemoteRe
 TEST_P(Conformance, PeerDestroyedMidBatchFailsWithinBound) {
   if (GetParam() == "fake") GTEST_SKIP() << "skipped: the fake completes batches at submit";
   CONNECT_OR_SKIP(w, 2, [](TransportConfig& c) { c.opTimeoutSeconds = 3; });
-  const uint64_t kLen = 64 << 20;
+  const uint64_t kLen = 32 << 20;
   Buffer src = buffer(w[0], kLen, 81), dst = buffer(w[1], kLen, 82);
   ASSERT_TRUE(w[0].importRegion(dst.region.descriptor).isOk());
   auto ids = floodWrites(w[0], src, dst.region.descriptor, 32);
@@ -408,7 +408,7 @@ TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
 
 TEST_P(Conformance, ShutdownWithRequestsInFlightIsClean) {
   CONNECT_OR_SKIP(w, 2);
-  const uint64_t kLen = 32 << 20;
+  const uint64_t kLen = 16 << 20;
   Buffer src = buffer(w[0], kLen, 91), dst = buffer(w[1], kLen, 92), back = buffer(w[1], kLen, 93);
   ASSERT_TRUE(w[0].importRegion(dst.region.descriptor).isOk());
   ASSERT_TRUE(w[1].importRegion(src.region.descriptor).isOk());
