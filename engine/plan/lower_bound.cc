@@ -139,8 +139,8 @@ Result<LowerBound> lowerBound(const TransferPlan& plan, const workloads::Cluster
   if (nvRx.seconds() > lb.nvlink.seconds()) lb.nvlink = nvRx;
   if (fabricDown.seconds() > lb.fabric.seconds()) lb.fabric = fabricDown;
 
-  std::sort(all.begin(), all.end(),
-            [](const LinkLoad& a, const LinkLoad& b) { return a.seconds() > b.seconds(); });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const LinkLoad& a, const LinkLoad& b) { return a.seconds() > b.seconds(); });
   if (all.size() > 8) all.resize(8);
   lb.busiest = std::move(all);
   if (!lb.busiest.empty()) {

@@ -1,8 +1,9 @@
 #include "engine/plan/transfer_plan.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <string>
-#include <unordered_map>
 
 namespace tide::plan {
 
@@ -142,22 +143,28 @@ Status TransferPlan::validate() const {
   auto key = [](uint32_t rank, Space s, uint32_t tensor) {
     return (static_cast<uint64_t>(rank) << 34) | (static_cast<uint64_t>(s) << 32) | tensor;
   };
-  std::unordered_map<uint64_t, std::vector<const Holding*>> held;
+  // Sorted (key, holding) index instead of a hash map of vectors: plans hold
+  // up to millions of holdings and this keeps validation allocation-light.
+  std::vector<std::pair<uint64_t, uint32_t>> held;
   held.reserve(holdings.size());
-  for (const auto& h : holdings) {
+  for (size_t i = 0; i < holdings.size(); ++i) {
+    const auto& h = holdings[i];
     if (h.rank >= ranks.size()) return bad("holding on unknown rank " + std::to_string(h.rank));
     if (h.tensor >= tensors.size() || !inTensor(h.tensor, h.box)) {
       return bad("holding of rank " + std::to_string(h.rank) +
                  " is outside its tensor: " + h.box.toString());
     }
     if (h.space == Space::kBucket) return bad("holdings cannot be in bucket space");
-    held[key(h.rank, h.space, h.tensor)].push_back(&h);
+    held.emplace_back(key(h.rank, h.space, h.tensor), static_cast<uint32_t>(i));
   }
+  std::sort(held.begin(), held.end());
   auto isHeld = [&](uint32_t rank, Space s, uint32_t tensor, const RegionBox& b) {
-    auto it = held.find(key(rank, s, tensor));
-    if (it == held.end()) return false;
-    return std::any_of(it->second.begin(), it->second.end(),
-                       [&](const Holding* h) { return h->box.contains(b); });
+    const uint64_t k = key(rank, s, tensor);
+    auto it = std::lower_bound(held.begin(), held.end(), std::make_pair(k, uint32_t{0}));
+    for (; it != held.end() && it->first == k; ++it) {
+      if (holdings[it->second].box.contains(b)) return true;
+    }
+    return false;
   };
   for (const auto& b : buckets) {
     if (b.id >= buckets.size() || &buckets[b.id] != &b) return bad("bucket ids must be 0..n-1");
@@ -186,8 +193,8 @@ Status TransferPlan::validate() const {
       }
     }
   }
-  // Inference-shard writes, grouped per (rank, tensor), for the exactly-once check.
-  std::unordered_map<uint64_t, std::vector<RegionBox>> written;
+  // Inference-shard writes as (rank << 32 | tensor, box), for the exactly-once check.
+  std::vector<std::pair<uint64_t, RegionBox>> written;
   for (size_t i = 0; i < moves.size(); ++i) {
     const Move& m = moves[i];
     if (m.src >= ranks.size() || m.dst >= ranks.size()) return bad(where(i, m) + ": unknown rank");
@@ -222,44 +229,52 @@ Status TransferPlan::validate() const {
                  " buffer for the region");
     }
     if (m.dstSpace == Space::kInfer) {
-      written[(static_cast<uint64_t>(m.dst) << 32) | m.tensor].push_back(m.box);
+      written.emplace_back((static_cast<uint64_t>(m.dst) << 32) | m.tensor, m.box);
     }
   }
   // Every inference byte exactly once: writes are pairwise disjoint and their
   // volume equals the holdings' volume.
-  std::unordered_map<uint64_t, uint64_t> need;
+  std::vector<std::pair<uint64_t, uint64_t>> need;  // (rank << 32 | tensor, elements)
   for (const auto& h : holdings) {
     if (h.space == Space::kInfer) {
-      need[(static_cast<uint64_t>(h.rank) << 32) | h.tensor] += h.box.volume();
+      need.emplace_back((static_cast<uint64_t>(h.rank) << 32) | h.tensor, h.box.volume());
     }
   }
-  for (auto& [k, boxes] : written) {
-    std::sort(boxes.begin(), boxes.end(),
-              [](const RegionBox& a, const RegionBox& b) { return a.lo < b.lo; });
-    uint64_t vol = 0;
-    for (size_t a = 0; a < boxes.size(); ++a) {
-      vol += boxes[a].volume();
-      for (size_t b = a + 1; b < boxes.size(); ++b) {
-        if (boxes[a].ndim > 0 && boxes[b].lo[0] >= boxes[a].hi[0]) break;  // sorted on dim 0
-        if (boxes[a].overlaps(boxes[b])) {
-          return bad("inference rank " + std::to_string(k >> 32) + " tensor " +
-                     tensors[k & 0xffffffffu].name + ": " + boxes[a].toString() + " and " +
-                     boxes[b].toString() + " are both written (a byte twice)");
+  std::sort(need.begin(), need.end());
+  std::sort(written.begin(), written.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first < b.first : a.second.lo < b.second.lo;
+  });
+  auto name = [&](uint64_t k) {
+    return "inference rank " + std::to_string(k >> 32) + " tensor " + tensors[k & 0xffffffffu].name;
+  };
+  size_t w = 0, n = 0;
+  while (w < written.size() || n < need.size()) {
+    // The next (rank, tensor) key present in either list.
+    uint64_t k = UINT64_MAX;
+    if (w < written.size()) k = written[w].first;
+    if (n < need.size()) k = std::min(k, need[n].first);
+    uint64_t want = 0, vol = 0;
+    for (; n < need.size() && need[n].first == k; ++n) want += need[n].second;
+    const size_t begin = w;
+    while (w < written.size() && written[w].first == k) ++w;
+    for (size_t a = begin; a < w; ++a) {
+      const RegionBox& ba = written[a].second;
+      vol += ba.volume();
+      for (size_t b = a + 1; b < w; ++b) {
+        const RegionBox& bb = written[b].second;
+        if (ba.ndim > 0 && bb.lo[0] >= ba.hi[0]) break;  // sorted on dim 0
+        if (ba.overlaps(bb)) {
+          return bad(name(k) + ": " + ba.toString() + " and " + bb.toString() +
+                     " are both written (a byte twice)");
         }
       }
     }
-    const uint64_t want = need.count(k) ? need[k] : 0;
-    if (vol != want) {
-      return bad("inference rank " + std::to_string(k >> 32) + " tensor " +
-                 tensors[k & 0xffffffffu].name + ": " + std::to_string(vol) + " of " +
-                 std::to_string(want) + " elements written");
+    if (vol == 0 && want > 0) {
+      return bad(name(k) + ": never written (0 of " + std::to_string(want) + " elements)");
     }
-  }
-  for (const auto& [k, want] : need) {
-    if (want > 0 && !written.count(k)) {
-      return bad("inference rank " + std::to_string(k >> 32) + " tensor " +
-                 tensors[k & 0xffffffffu].name + ": never written (0 of " + std::to_string(want) +
-                 " elements)");
+    if (vol != want) {
+      return bad(name(k) + ": " + std::to_string(vol) + " of " + std::to_string(want) +
+                 " elements written");
     }
   }
   return Status::ok();

@@ -1,0 +1,97 @@
+// `tide plan`: plan one weight update (reshard + strategy) and print its
+// summary, lower bound and bottleneck; --json writes the plan itself.
+
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "engine/core/clock.h"
+#include "engine/core/units.h"
+#include "engine/plan/lower_bound.h"
+#include "harness/command.h"
+#include "harness/workload_options.h"
+
+namespace tide::harness {
+
+namespace {
+
+struct PlanArgs {
+  WorkloadOptions workload;
+  std::string json;
+};
+
+double peakRssBytes() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
+}
+
+void runPlan(const PlanArgs& a) {
+  Stopwatch sw;
+  auto w = orThrow(loadWorkload(a.workload));
+  const double reshardSeconds = sw.seconds();
+  auto p = orThrow(w->strategy->makePlan(w->problem()));
+  const double planSeconds = sw.seconds();
+  auto lb = orThrow(plan::lowerBound(p, w->cluster));
+  const auto s = p.summarize();
+  const double rss = peakRssBytes();
+
+  uint64_t trainers = 0;
+  for (const auto& r : p.ranks) trainers += r.role == plan::Role::kTrainer;
+  uint64_t maxSent = 0, maxRecv = 0;
+  for (auto b : s.sentBytes) maxSent = std::max(maxSent, b);
+  for (auto b : s.receivedBytes) maxRecv = std::max(maxRecv, b);
+  std::printf("plan      %s: %s (scale %d), train %s -> infer %s on %s\n", p.strategy.c_str(),
+              w->spec.name.c_str(), a.workload.scale, w->train.toString().c_str(),
+              w->infer.toString().c_str(), w->cluster.name.c_str());
+  std::printf("ranks     %zu (%lu training, %zu inference), %zu tensors, %zu stages, %zu buckets\n",
+              p.ranks.size(), static_cast<unsigned long>(trainers), p.ranks.size() - trainers,
+              p.tensors.size(), p.stages.size(), p.buckets.size());
+  std::printf("moves     %lu:", static_cast<unsigned long>(s.moves));
+  for (int k = 0; k < 4; ++k) {
+    std::printf(" %s %lu (%s)", plan::moveKindName(static_cast<plan::MoveKind>(k)),
+                static_cast<unsigned long>(s.movesByKind[k]),
+                formatBytes(s.bytesByKind[k]).c_str());
+  }
+  std::printf("\nbytes     network %s, intra-node %s, local %s\n",
+              formatBytes(s.bytesByPath[2]).c_str(), formatBytes(s.bytesByPath[1]).c_str(),
+              formatBytes(s.bytesByPath[0]).c_str());
+  std::printf("per rank  max sent %s, max received %s\n", formatBytes(maxSent).c_str(),
+              formatBytes(maxRecv).c_str());
+  std::printf("bound     %.4f s, bottleneck %s (%s at %.1f GB/s)\n", lb.seconds,
+              lb.bottleneck.name.c_str(), formatBytes(lb.bottleneck.bytes).c_str(),
+              lb.bottleneck.bytesPerSecond / kGB);
+  for (const auto* l : {&lb.nicTx, &lb.nicRx, &lb.nvlink, &lb.pcie, &lb.fabric}) {
+    if (!l->name.empty()) std::printf("          %-28s %.4f s\n", l->name.c_str(), l->seconds());
+  }
+  std::printf("planning  %.2f s (reshard %.2f s), peak RSS %.0f MB\n", planSeconds, reshardSeconds,
+              rss / 1e6);
+
+  if (!a.json.empty()) {
+    auto j = p.toJson();
+    j["summary"] = s.toJson();
+    j["lower_bound"] = lb.toJson();
+    j["planning_seconds"] = planSeconds;
+    j["peak_rss_bytes"] = rss;
+    std::ofstream out(a.json);
+    out << j.dump() << "\n";
+    out.close();
+    if (!out) {
+      throw StatusError(TIDE_ERROR(Code::kUnavailable, "cannot write --json file " + a.json));
+    }
+  }
+}
+
+}  // namespace
+
+void addPlanCommand(CLI::App& app) {
+  auto args = std::make_shared<PlanArgs>();
+  auto* cmd = app.add_subcommand(
+      "plan", "Plan a weight update: reshard + strategy; print the summary and lower bound");
+  args->workload.addTo(cmd);
+  cmd->add_option("--json", args->json, "write the plan (tide.plan/1) with summary and bound");
+  cmd->callback([args] { runPlan(*args); });
+}
+
+}  // namespace tide::harness

@@ -1,0 +1,65 @@
+#include "harness/workload_options.h"
+
+#include "engine/core/units.h"
+
+namespace tide::harness {
+
+void WorkloadOptions::addTo(CLI::App* cmd) {
+  cmd->add_option("--model", model, "zoo model name or TOML file")->capture_default_str();
+  cmd->add_option("--scale", scale, "divide hidden dims by S (structure kept)")
+      ->capture_default_str();
+  cmd->add_option("--train", train, "training layout, e.g. tp=8,pp=8,cp=4,ep=32[,etp=1][,dp=1]")
+      ->capture_default_str();
+  cmd->add_option("--infer", infer, "inference layout, e.g. engines=8,tp=32,ep=32,dp_attn=8")
+      ->capture_default_str();
+  cmd->add_option("--cluster", cluster, "cluster preset[:nodes=N] or TOML file")
+      ->capture_default_str();
+  cmd->add_option("--strategy", strategy, "broadcast | p2p")->capture_default_str();
+  cmd->add_option("--bucket", bucket, "bucket size (training-dtype bytes)")->capture_default_str();
+  cmd->add_option("--chunk", chunk, "broadcast pipelining chunk")->capture_default_str();
+  cmd->add_option("--channels", channels, "broadcast rings (0 = NICs per node)")
+      ->capture_default_str();
+  cmd->add_option("--fp8-block", fp8Block, "FP8 block-scale edge (0 = the model's)")
+      ->capture_default_str();
+  cmd->add_flag("--round-robin", roundRobin, "p2p: naive round-robin source choice");
+  cmd->add_flag("--colocated", colocated, "inference ranks share GPUs with training ranks");
+}
+
+Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o) {
+  auto w = std::make_unique<Workload>();
+  if (o.scale < 1) return TIDE_ERROR(Code::kInvalidArgument, "--scale must be >= 1");
+  if (o.fp8Block < 0) return TIDE_ERROR(Code::kInvalidArgument, "--fp8-block must be >= 0");
+  TIDE_ASSIGN_OR_RETURN(auto spec, workloads::loadModel(o.model));
+  if (o.fp8Block > 0) spec.fp8Block = static_cast<uint32_t>(o.fp8Block);
+  TIDE_ASSIGN_OR_RETURN(w->spec, workloads::scaled(spec, o.scale));
+  TIDE_ASSIGN_OR_RETURN(w->train, workloads::parseTrainLayout(o.train));
+  TIDE_ASSIGN_OR_RETURN(w->infer, workloads::parseInferLayout(o.infer));
+  TIDE_RETURN_IF_ERROR(workloads::validate(w->train, w->spec));
+  TIDE_RETURN_IF_ERROR(workloads::validate(w->infer, w->spec));
+  TIDE_ASSIGN_OR_RETURN(w->cluster, workloads::loadCluster(o.cluster));
+  TIDE_ASSIGN_OR_RETURN(w->strategy, sync::createStrategy(o.strategy));
+  TIDE_ASSIGN_OR_RETURN(w->strategyOptions.bucketBytes, parseSize(o.bucket));
+  TIDE_ASSIGN_OR_RETURN(w->strategyOptions.chunkBytes, parseSize(o.chunk));
+  if (w->strategyOptions.bucketBytes == 0 || w->strategyOptions.chunkBytes == 0) {
+    return TIDE_ERROR(Code::kInvalidArgument, "--bucket and --chunk must be > 0");
+  }
+  if (o.channels < 0) return TIDE_ERROR(Code::kInvalidArgument, "--channels must be >= 0");
+  w->strategyOptions.channels = o.channels;
+  w->strategyOptions.roundRobin = o.roundRobin;
+
+  w->inventory = workloads::buildInventory(w->spec);
+  TIDE_ASSIGN_OR_RETURN(w->base,
+                        plan::basePlan(w->inventory, w->train, w->infer,
+                                       plan::Placement{w->cluster.gpusPerNode, o.colocated}));
+  const int nodes = plan::nodesNeeded(w->base, w->cluster.gpusPerNode);
+  if (nodes > w->cluster.nodes) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "cluster " + w->cluster.name + " has " + std::to_string(w->cluster.nodes) +
+                          " nodes; the layouts need " + std::to_string(nodes) + " (use --cluster " +
+                          w->cluster.name + ":nodes=" + std::to_string(nodes) + ")");
+  }
+  TIDE_ASSIGN_OR_RETURN(w->reshard, plan::planReshard(w->base));
+  return w;
+}
+
+}  // namespace tide::harness

@@ -1,0 +1,57 @@
+#pragma once
+// The options every command that plans a weight update shares (tide plan,
+// tide sync, tide sim): model, layouts, cluster, strategy. addTo() registers
+// the flags; loadWorkload() turns them into a validated base plan, reshard
+// and strategy problem, failing with one clear reason.
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/plan/reshard.h"
+#include "engine/plan/transfer_plan.h"
+#include "engine/sync/strategy.h"
+#include "workloads/cluster.h"
+#include "workloads/layout.h"
+#include "workloads/model.h"
+
+namespace tide::harness {
+
+struct WorkloadOptions {
+  std::string model = "kimi-k2";
+  int scale = 1;
+  std::string train = "tp=8,pp=8,cp=4,ep=32";
+  std::string infer = "engines=8,tp=32,ep=32,dp_attn=8";
+  std::string cluster = "h100-ib-8x400";
+  std::string strategy = "p2p";
+  std::string bucket = "1GiB";
+  std::string chunk = "4MiB";
+  int channels = 0;
+  int fp8Block = 0;  // 0 = the model's
+  bool roundRobin = false;
+  bool colocated = false;
+
+  void addTo(CLI::App* cmd);
+};
+
+struct Workload {
+  workloads::ModelSpec spec;
+  workloads::ModelInventory inventory;
+  workloads::TrainLayout train;
+  workloads::InferLayout infer;
+  workloads::ClusterSpec cluster;
+  plan::TransferPlan base;
+  plan::Reshard reshard;
+  sync::StrategyOptions strategyOptions;
+  std::unique_ptr<sync::Strategy> strategy;
+
+  // Points into this object: keep the Workload alive while it is used.
+  sync::SyncProblem problem() const {
+    return sync::SyncProblem{&base, &reshard, &cluster, &train, &infer, strategyOptions};
+  }
+};
+
+Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o);
+
+}  // namespace tide::harness

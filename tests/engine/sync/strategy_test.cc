@@ -1,0 +1,200 @@
+#include "engine/sync/strategy.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/plan/lower_bound.h"
+#include "engine/sync/p2p_strategy.h"
+#include "workloads/model.h"
+
+namespace tide::sync {
+namespace {
+
+using plan::MoveKind;
+using plan::Role;
+using plan::Space;
+
+workloads::ClusterSpec h100(int nodes, int nics = 8) {
+  workloads::ClusterSpec c;
+  c.name = "test-h100";
+  c.nodes = nodes;
+  c.gpusPerNode = 8;
+  c.nicsPerNode = nics;
+  c.nicBps = 50e9;
+  c.nvlinkBps = 370e9;
+  c.pcieD2HBps = 47e9;
+  c.pcieH2DBps = 55e9;
+  return c;
+}
+
+struct Env {
+  workloads::ModelSpec spec;
+  workloads::ModelInventory inv;
+  workloads::TrainLayout train;
+  workloads::InferLayout infer;
+  workloads::ClusterSpec cluster;
+  plan::TransferPlan base;
+  plan::Reshard reshard;
+
+  Env(const char* model, int scale, const char* t, const char* i, workloads::ClusterSpec c,
+      bool colocated = false)
+      : cluster(std::move(c)) {
+    spec = orThrow(workloads::scaled(orThrow(workloads::loadModel(model)), scale));
+    train = orThrow(workloads::parseTrainLayout(t));
+    infer = orThrow(workloads::parseInferLayout(i));
+    orThrow(workloads::validate(train, spec));
+    orThrow(workloads::validate(infer, spec));
+    inv = workloads::buildInventory(spec);
+    base = orThrow(plan::basePlan(inv, train, infer, plan::Placement{8, colocated}));
+    reshard = orThrow(plan::planReshard(base));
+  }
+  SyncProblem problem(StrategyOptions o = {}) const {
+    return SyncProblem{&base, &reshard, &cluster, &train, &infer, o};
+  }
+  plan::TransferPlan make(const char* strategy, StrategyOptions o = {}) const {
+    auto s = orThrow(createStrategy(strategy));
+    return orThrow(s->makePlan(problem(o)));
+  }
+};
+
+uint64_t inferShareBytes(const plan::TransferPlan& p, uint32_t rank) {
+  uint64_t b = 0;
+  for (const auto& h : p.holdings) {
+    if (h.space == Space::kInfer && h.rank == rank) b += p.regionBytes(h.tensor, h.box, h.dtype);
+  }
+  return b;
+}
+
+TEST(Strategy, RegistryListsAndRejects) {
+  EXPECT_EQ(strategyNames(), (std::vector<std::string>{"broadcast", "p2p"}));
+  auto bad = createStrategy("carrier-pigeon");
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("broadcast, p2p"), std::string::npos);
+}
+
+TEST(Strategy, P2pWritesExactlyEachShare) {
+  Env s("tiny-moe", 1, "tp=2,pp=2,cp=2,ep=4", "engines=2,tp=4,ep=4,dp_attn=2", h100(2));
+  auto p = s.make("p2p");  // validated inside: every inference byte exactly once
+  auto sum = p.summarize();
+  for (const auto& r : p.ranks) {
+    if (r.role != Role::kInference) continue;
+    EXPECT_EQ(sum.receivedBytes[r.id], inferShareBytes(p, r.id)) << r.id;
+    EXPECT_EQ(sum.sentBytes[r.id], 0u);
+  }
+  // Writes come only from staging, and every sender converted what it sends.
+  for (const auto& m : p.moves) {
+    if (m.kind == MoveKind::kWrite) {
+      EXPECT_EQ(m.srcSpace, Space::kStaging);
+    }
+  }
+  EXPECT_EQ(p.stages.size(), 2u);
+  EXPECT_TRUE(p.stages[1].deps[0].perBucket);
+  // Small buckets split the write stage into several pipeline units.
+  auto q = s.make("p2p", StrategyOptions{4096});
+  uint32_t maxBucket = 0;
+  for (const auto& m : q.moves) maxBucket = std::max(maxBucket, m.bucket);
+  EXPECT_GT(maxBucket, 3u);
+}
+
+TEST(Strategy, BroadcastSendsWholeModelToEveryRank) {
+  Env s("tiny-moe", 1, "tp=2,pp=2,cp=2,ep=4", "engines=2,tp=4,ep=4,dp_attn=2", h100(2));
+  StrategyOptions o;
+  o.bucketBytes = 64 * 1024;
+  auto p = s.make("broadcast", o);
+  uint64_t model = 0;
+  for (const auto& b : p.buckets) model += b.bytes;
+  EXPECT_EQ(model, s.inv.bytes(false));  // every tensor packed once, in training dtype
+  std::map<uint32_t, uint64_t> hopIn;
+  for (const auto& m : p.moves) {
+    if (m.kind == MoveKind::kBroadcastHop) hopIn[m.dst] += m.bytes;
+    // Only stage heads (tp=cp=dp=0: ranks 0 and 4) and inference ranks send hops.
+    if (m.kind == MoveKind::kBroadcastHop && p.ranks[m.src].role == Role::kTrainer) {
+      EXPECT_TRUE(m.src == 0 || m.src == 4) << m.src;
+    }
+    if (m.kind == MoveKind::kGather) {
+      EXPECT_TRUE(m.dst == 0 || m.dst == 4);
+    }
+  }
+  for (const auto& r : p.ranks) {
+    if (r.role == Role::kInference) {
+      EXPECT_EQ(hopIn[r.id], model) << r.id;
+    }
+  }
+  // Round trip through JSON keeps a plan that still validates.
+  auto back = orThrow(plan::TransferPlan::fromJson(p.toJson()));
+  EXPECT_TRUE(back.validate().isOk());
+  EXPECT_EQ(back.moves.size(), p.moves.size());
+}
+
+TEST(Strategy, ManyLayoutPairsValidate) {
+  const char* pairs[][2] = {
+      {"tp=4,pp=2,ep=4", "engines=1,tp=8,ep=8,dp_attn=8"},
+      {"tp=1,pp=3,stages=2:1:1", "engines=2,tp=2,ep=2"},
+      {"tp=4,ep=2,etp=2", "engines=1,tp=4,ep=2"},
+      {"tp=2,dp=2,ep=4", "engines=4,tp=1"},
+      {"tp=2,cp=2,pp=2,ep=2,etp=2", "engines=2,tp=4,ep=4,dp_attn=4"},
+  };
+  for (auto& pr : pairs) {
+    SCOPED_TRACE(std::string(pr[0]) + " -> " + pr[1]);
+    // FP8 blocks of 16 can cut TP4 shards of tiny-moe; use bf16 targets here
+    // (FP8 is covered by the aligned cases).
+    Env s("tiny-moe", 1, pr[0], pr[1], h100(2));
+    for (auto& t : s.base.tensors) t.inferDtype = workloads::DType::kBF16;
+    for (auto& h : s.base.holdings) h.dtype = workloads::DType::kBF16;
+    for (const char* st : {"p2p", "broadcast"}) {
+      auto strat = orThrow(createStrategy(st));
+      StrategyOptions o;
+      o.bucketBytes = 32 * 1024;
+      auto p = strat->makePlan(s.problem(o));
+      EXPECT_TRUE(p.isOk()) << st << ": " << p.status().toString();
+    }
+  }
+}
+
+TEST(Strategy, P2pFailsClosedWhenFp8BlocksCutShards) {
+  // hidden 64 over TP8 leaves 8-wide shards; FP8 blocks are 16.
+  Env s("tiny-moe", 1, "tp=8,ep=8", "engines=1,tp=2,ep=2", h100(2));
+  auto r = orThrow(createStrategy("p2p"))->makePlan(s.problem());
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("FP8 blocks"), std::string::npos) << r.status().toString();
+}
+
+TEST(Strategy, P2pPrefersNvlinkInsideANode) {
+  // Colocated: every inference rank shares a node with replicas of its data.
+  Env s("tiny-dense", 1, "tp=2,dp=4", "engines=2,tp=4", h100(1), true);
+  auto p = s.make("p2p");
+  uint64_t net = 0, nv = 0;
+  for (const auto& m : p.moves) {
+    if (m.kind != MoveKind::kWrite) continue;
+    (m.path == plan::Path::kNetwork ? net : nv) += m.bytes;
+  }
+  EXPECT_EQ(net, 0u);
+  EXPECT_GT(nv, 0u);
+}
+
+double boundOf(const Env& s, bool roundRobin) {
+  StrategyOptions o;
+  o.roundRobin = roundRobin;
+  auto p = s.make("p2p", o);
+  return orThrow(plan::lowerBound(p, s.cluster)).seconds;
+}
+
+// Kimi-K2-shaped (the published layouts, hidden dims scaled down): the
+// balanced assignment's bound must beat round-robin's.
+TEST(Strategy, P2pBalancedBeatsRoundRobinOnKimiShapes) {
+  for (int nics : {8, 4}) {
+    SCOPED_TRACE("nics per node " + std::to_string(nics));
+    Env s("kimi-k2", 16, "tp=8,pp=8,cp=4,ep=32", "engines=8,tp=32,ep=32,dp_attn=8", h100(64, nics));
+    const double balanced = boundOf(s, false);
+    const double rr = boundOf(s, true);
+    RecordProperty("balanced_s_nics" + std::to_string(nics), std::to_string(balanced));
+    RecordProperty("round_robin_s_nics" + std::to_string(nics), std::to_string(rr));
+    std::printf("nics=%d balanced %.6f s, round-robin %.6f s (%.3fx)\n", nics, balanced, rr,
+                rr / balanced);
+    EXPECT_LT(balanced, rr);
+  }
+}
+
+}  // namespace
+}  // namespace tide::sync
