@@ -95,6 +95,9 @@ Status RolloutConsumer::endStep(int64_t step) {
 Result<Delivered> RolloutConsumer::get(int64_t currentVersion, const ReadSpec& spec) {
   while (true) {
     TIDE_ASSIGN_OR_RETURN(int64_t claim, kv_.add(key(config_, "q/claim"), 1));
+    if (config_.totalBatches > 0 && claim > config_.totalBatches)
+      return TIDE_ERROR(Code::kOutOfRange, "rollout queue drained (" +
+                                               std::to_string(config_.totalBatches) + " batches)");
     std::string id = queueBatchId(config_, claim - 1);
     TIDE_ASSIGN_OR_RETURN(Manifest m, store_.manifest(id, config_.timeoutSeconds));
     TIDE_ASSIGN_OR_RETURN(int64_t version, weightVersionOf(m));

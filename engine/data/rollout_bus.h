@@ -33,6 +33,7 @@ struct BusConfig {
   StalePolicy stalePolicy = StalePolicy::kDrop;
   std::string name = "bus";  // store key prefix; one bus per name
   double timeoutSeconds = 30;
+  int64_t totalBatches = 0;  // async: get() reports kOutOfRange past this many slots (0: no end)
 };
 
 struct BusStats {
