@@ -106,23 +106,34 @@ void OutStream::sendLoop() {
       host_.sliceDone(s, st.isOk() ? st : deadStatus());
       continue;
     }
-    bool failNow = false;
+    bool resolveNow = false;
+    Status outcome;
     {
       std::lock_guard lock(mu_);
       lastActivity_ = nowSeconds();
+      bool found = false;
       for (auto it = inFlight_.rbegin(); it != inFlight_.rend(); ++it) {
         if (it->seq != seq) continue;
+        found = true;
         // The receiver is gone: nobody else will resolve this slice.
         if (!st.isOk() || receiverDone_) {
           inFlight_.erase(std::next(it).base());
-          failNow = true;
+          resolveNow = true;
+          outcome = deadStatus_;
         } else {
           it->sent = true;
         }
         break;
       }
+      if (auto e = early_.find(seq); !found && e != early_.end()) {
+        // Answered while sendmsg was still returning: resolve it here, after
+        // this thread is done with the slice's memory.
+        resolveNow = true;
+        outcome = std::move(e->second);
+        early_.erase(e);
+      }
     }
-    if (failNow) host_.sliceDone(s, deadStatus());
+    if (resolveNow) host_.sliceDone(s, outcome);
   }
   std::vector<Slice> left;
   {
@@ -184,11 +195,14 @@ Status OutStream::receiveOne() {
   } else {
     return proto("unexpected answer type " + std::to_string(h.type));
   }
+  bool sent;
   {
     std::lock_guard lock(mu_);
+    sent = inFlight_.front().sent;
+    if (!sent) early_.emplace(f.seq, result);  // the sender resolves it
     inFlight_.pop_front();
   }
-  host_.sliceDone(f.slice, result);
+  if (sent) host_.sliceDone(f.slice, result);
   return Status::ok();
 }
 

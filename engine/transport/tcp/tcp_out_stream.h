@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -51,6 +52,8 @@ class OutStream {
   std::condition_variable cv_;
   std::deque<Slice> queue_;
   std::deque<InFlight> inFlight_;
+  // Answers that arrived before the sender finished the send call, by seq.
+  std::map<uint64_t, Status> early_;
   uint64_t nextSeq_ = 1;
   double lastActivity_ = 0;  // sender side progress (guarded by mu_)
   bool dead_ = false;
