@@ -18,8 +18,13 @@ const char* opName(const Slice& s) {
 
 }  // namespace
 
+constexpr double kHeartbeatSeconds = 0.1;
+// Without a heartbeat for this long after a remote access error, the peer
+// counts as gone (generous: a loaded, emulated guest stalls threads).
+constexpr double kProbeSeconds = 1.5;
+
 bool RdmaTransport::Batch::done() const {
-  if (inFlight > 0) return false;
+  if (inFlight > 0 || probePeer >= 0) return false;
   if (!error.isOk()) return true;
   for (const auto& w : peers)
     if (!w.groups.empty()) return false;
@@ -34,16 +39,35 @@ bool RdmaTransport::anyWorkingChannel(int peer) const {
 
 void RdmaTransport::progressLoop() {
   std::unique_lock<std::mutex> lock(mu_);
+  Deadline nextBeat = Deadline::after(0);
+  bool beatFailed = false;
   while (!stop_) {
     bool busy = !batches_.empty();
     if (busy) (void)progress();  // errors stay in batches / fatal_
     lock.unlock();
+    if (nextBeat.expired()) {
+      // Liveness for peers that see a remote access error (region_registry.h).
+      Status s = registry_->beat();
+      if (!s.isOk() && !beatFailed)
+        TIDE_LOG_WARN("rdma: heartbeat to the store failed: {}", s.message());
+      beatFailed = !s.isOk();
+      nextBeat = Deadline::after(kHeartbeatSeconds);
+    }
     std::this_thread::sleep_for(std::chrono::microseconds(busy ? 200 : 2000));
     lock.lock();
   }
 }
 
 Result<BatchId> RdmaTransport::submit(std::span<const Request> requests) {
+  // Outside the lock: each target's deregistration epoch (one non-blocking
+  // store read per peer), to re-check regions it deregistered since import.
+  std::map<int32_t, int64_t> epochs;
+  for (const Request& r : requests) {
+    if (r.peer < 0 || r.peer >= worldSize_ || r.peer == rank_ || epochs.count(r.peer)) continue;
+    auto e = registry_->epoch(r.peer);
+    if (!e.isOk()) return e.status().withContext("region epoch of rank " + std::to_string(r.peer));
+    epochs[r.peer] = *e;
+  }
   std::lock_guard<std::mutex> lock(mu_);
   TIDE_RETURN_IF_ERROR(progress());
   // Validate everything first: an invalid request starts none of them.
@@ -71,7 +95,13 @@ Result<BatchId> RdmaTransport::submit(std::span<const Request> requests) {
       return TIDE_ERROR(Code::kNotFound, where + "region " + std::to_string(r.remoteRegion) +
                                              " of rank " + std::to_string(r.peer) +
                                              " not imported");
-    uint64_t rsize = rit->second.size;
+    Imported& imp = rit->second;
+    TIDE_RETURN_IF_ERROR(refreshImported(imp, epochs[r.peer]));
+    if (!imp.verdict.status.isOk())
+      return Status(imp.verdict.status.code(), where + imp.verdict.status.message(), __FILE__,
+                    __LINE__);
+    // Bounded by what the owner registered, whatever the descriptor claims.
+    uint64_t rsize = std::min(imp.desc.size, imp.verdict.publishedSize);
     if (r.length > rsize || r.remoteOffset > rsize - r.length)
       return TIDE_ERROR(Code::kOutOfRange, where + "remote [" + std::to_string(r.remoteOffset) +
                                                ", +" + std::to_string(r.length) +
@@ -109,7 +139,7 @@ Result<BatchId> RdmaTransport::submit(std::span<const Request> requests) {
     cut.read = read;
 
     Region& local = regions_.at(r.localRegion);
-    const RemoteRegion& remote = remotes_.at({r.peer, r.remoteRegion});
+    const RemoteRegion& remote = remotes_.at({r.peer, r.remoteRegion}).desc;
     uint64_t lanes = senders_[static_cast<size_t>(r.peer)].size();
     uint64_t per =
         std::clamp<uint64_t>((r.length + lanes - 1) / lanes, opts_.sliceMin, opts_.sliceMax);
@@ -166,7 +196,7 @@ Status RdmaTransport::postFor(Batch& b, PeerWork& w) {
     const Channel& ch = channels_[lanes[found]];
     auto rail = static_cast<size_t>(ch.rail);
     uint32_t lkey = regions_.at(s.localRegion).mrs[rail]->lkey;
-    uint32_t rkey = remotes_.at({w.peer, s.remoteRegion}).rkeys[rail];
+    uint32_t rkey = remotes_.at({w.peer, s.remoteRegion}).desc.rkeys[rail];
     stats_.bytesPerDevice[rail] += s.length;
     chains[found].push_back(PostItem{s, lkey, rkey});
     queue.pop_front();
@@ -271,6 +301,7 @@ void RdmaTransport::retire(Channel& ch, uint64_t seq, ibv_wc_status st) {
                    std::to_string(f.slice.remoteRegion) + ", QP " + std::to_string(ch.qp->qp_num) +
                    " on " + dev + ") failed: " + ibv_wc_status_str(st),
                __FILE__, __LINE__);
+    if (st == IBV_WC_REM_ACCESS_ERR) why = explainRemoteAccess(f.slice, why);
     settle(f.slice, false, why, isRetryable(st));
   }
   if (st != IBV_WC_SUCCESS && !ch.broken)
@@ -278,11 +309,12 @@ void RdmaTransport::retire(Channel& ch, uint64_t seq, ibv_wc_status st) {
 }
 
 void RdmaTransport::pollSendCq(Rail& rail) {
+  const int railIndex = static_cast<int>(&rail - rails_.data());
   ibv_wc wc[64];
   int n = 0;
   while ((n = ibv_poll_cq(rail.sendCq.get(), 64, wc)) > 0) {
     for (int i = 0; i < n; ++i) {
-      auto it = channelByQpn_.find(wc[i].qp_num);
+      auto it = channelByQpn_.find({railIndex, wc[i].qp_num});
       if (it != channelByQpn_.end()) retire(channels_[it->second], wc[i].wr_id, wc[i].status);
     }
   }
@@ -336,8 +368,66 @@ Status RdmaTransport::progress() {
     pollRecvCq(r);
   }
   expireBatches();
+  resolveProbes();
   schedule();
   return fatal_;
+}
+
+Status RdmaTransport::explainRemoteAccess(const Slice& s, Status why) {
+  // Requests were checked against the owner's registration before posting,
+  // so the NIC refusing one means that registration vanished: deregistered
+  // in the meantime, or the owner exited and its kernel freed the MRs
+  // (on rxe before its QPs). Only the first error of a batch is explained.
+  auto bit = batches_.find(s.batch);
+  if (bit == batches_.end() || !bit->second.error.isOk() || s.peer == rank_) return why;
+  Batch& b = bit->second;
+  std::string peer = "rank " + std::to_string(s.peer);
+  auto isLive = registry_->live(s.peer, s.remoteRegion);
+  if (isLive.isOk() && !*isLive)
+    return TIDE_ERROR(Code::kNotFound, "region " + std::to_string(s.remoteRegion) + " of " + peer +
+                                           " was deregistered with requests in flight (" +
+                                           why.message() + ")");
+  auto gone = registry_->gone(s.peer);
+  if (gone.isOk() && *gone)
+    return TIDE_ERROR(Code::kUnavailable, peer +
+                                              " unreachable: it shut down with requests in "
+                                              "flight (" +
+                                              why.message() + ")");
+  auto beats = registry_->beats(s.peer);
+  b.probePeer = s.peer;
+  b.probeBeat = beats.isOk() ? *beats : -1;
+  b.probeDeadline = Deadline::after(kProbeSeconds);
+  b.probeNextRead = Deadline::after(kHeartbeatSeconds);
+  return why;
+}
+
+void RdmaTransport::resolveProbes() {
+  for (auto& [id, b] : batches_) {
+    if (b.probePeer < 0 || !b.probeNextRead.expired()) continue;
+    b.probeNextRead = Deadline::after(kHeartbeatSeconds / 2);
+    std::string peer = "rank " + std::to_string(b.probePeer);
+    auto gone = registry_->gone(b.probePeer);
+    auto beats = registry_->beats(b.probePeer);
+    if (gone.isOk() && *gone) {
+      b.error = TIDE_ERROR(Code::kUnavailable, peer +
+                                                   " unreachable: it shut down with requests "
+                                                   "in flight (" +
+                                                   b.error.message() + ")");
+    } else if (beats.isOk() && *beats > b.probeBeat) {
+      b.error = Status(b.error.code(), b.error.message() + " (" + peer + " is alive)", __FILE__,
+                       __LINE__);
+    } else if (b.probeDeadline.expired()) {
+      b.error = TIDE_ERROR(Code::kUnavailable,
+                           peer +
+                               " unreachable (remote access error after peer exit: no "
+                               "heartbeat for " +
+                               std::to_string(kProbeSeconds).substr(0, 3) + " s; " +
+                               b.error.message() + ")");
+    } else {
+      continue;
+    }
+    b.probePeer = -1;
+  }
 }
 
 Result<bool> RdmaTransport::waitUntil(std::unique_lock<std::mutex>& lock, const Deadline& deadline,

@@ -118,6 +118,9 @@ Status RdmaTransport::init(const TransportConfig& config) {
   connectTimeout_ = config.connectTimeoutSeconds;
   opTimeout_ = config.opTimeoutSeconds;
   TIDE_ASSIGN_OR_RETURN(opts_, parseRdmaOptions(config));
+  if (store_ == nullptr)
+    return TIDE_ERROR(Code::kInvalidArgument, "rdma needs a rendezvous store (config.store)");
+  registry_ = std::make_unique<RegionRegistry>(*store_, opts_.keyPrefix, rank_);
   std::vector<std::string> names = config.devices.empty() ? defaultDevices() : config.devices;
   if (names.empty()) return TIDE_ERROR(Code::kUnavailable, kNoDeviceHint);
   if (names.size() > 16)
@@ -170,7 +173,7 @@ Status RdmaTransport::init(const TransportConfig& config) {
   rr_.assign(static_cast<size_t>(worldSize_), 0);
   for (size_t i = 0; i < channels_.size(); ++i) {
     Channel& ch = channels_[i];
-    channelByQpn_[ch.qp->qp_num] = i;
+    channelByQpn_[{ch.rail, ch.qp->qp_num}] = i;
     if (ch.sender) senders_[static_cast<size_t>(ch.peer)].push_back(i);
     TIDE_RETURN_IF_ERROR(postReceives(ch, i, opts_.qp.rqDepth));
   }
@@ -185,6 +188,8 @@ Status RdmaTransport::init(const TransportConfig& config) {
 }
 
 RdmaTransport::~RdmaTransport() {
+  // Peers that see errors from now on learn that this rank left on purpose.
+  if (registry_ && !channels_.empty()) (void)registry_->markGone();
   if (progressThread_.joinable()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -207,11 +212,11 @@ RdmaTransport::~RdmaTransport() {
     return false;
   };
   while (pending() && !d.expired()) {
-    for (auto& r : rails_) {
+    for (size_t rail = 0; rail < rails_.size(); ++rail) {
       ibv_wc wc[32];
-      int n = ibv_poll_cq(r.sendCq.get(), 32, wc);
+      int n = ibv_poll_cq(rails_[rail].sendCq.get(), 32, wc);
       for (int i = 0; i < n; ++i) {
-        auto it = channelByQpn_.find(wc[i].qp_num);
+        auto it = channelByQpn_.find({static_cast<int>(rail), wc[i].qp_num});
         if (it == channelByQpn_.end()) continue;
         auto& q = channels_[it->second].inFlight;
         while (!q.empty() && q.front().seq <= wc[i].wr_id) q.pop_front();
@@ -272,6 +277,8 @@ Result<LocalRegion> RdmaTransport::registerRegion(void* addr, uint64_t size, Mem
   d.base = reinterpret_cast<uint64_t>(addr);
   d.key = gen();
   for (auto& mr : reg.mrs) d.rkeys.push_back(mr->rkey);
+  TIDE_RETURN_IF_ERROR(
+      registry_->publish(d).withContext("publishing region " + std::to_string(id)));
   stats_.lastRegistrationSeconds = secs;
   stats_.totalRegistrationSeconds += secs;
   stats_.registeredBytes += size;
@@ -292,13 +299,18 @@ Status RdmaTransport::deregisterRegion(uint32_t id) {
     return TIDE_ERROR(Code::kFailedPrecondition, "region " + std::to_string(id) + " is used by " +
                                                      std::to_string(it->second.inUse) +
                                                      " unfinished request slices");
+  // Peers re-check the region before their next request to it.
+  if (Status s = registry_->retract(id); !s.isOk())
+    TIDE_LOG_WARN(
+        "rdma: cannot mark region {} deregistered in the store ({}); peers that still "
+        "write to it will see a remote access error",
+        id, s.message());
   stats_.registeredBytes -= it->second.info.size;
   regions_.erase(it);
   return Status::ok();
 }
 
 Status RdmaTransport::importRegion(const RemoteRegion& remote) {
-  std::lock_guard<std::mutex> lock(mu_);
   if (remote.rank < 0 || remote.rank >= worldSize_)
     return TIDE_ERROR(Code::kInvalidArgument,
                       "region descriptor names rank " + std::to_string(remote.rank) +
@@ -310,7 +322,38 @@ Status RdmaTransport::importRegion(const RemoteRegion& remote) {
                           " RDMA device(s) (not an rdma descriptor, or a different device count)");
   if (remote.base + remote.size < remote.base)
     return TIDE_ERROR(Code::kInvalidArgument, "region descriptor wraps the address space");
-  remotes_[{remote.rank, remote.id}] = remote;
+  // A descriptor that does not match its owner's registration is kept with
+  // its verdict: requests against it fail at submit, before anything is posted.
+  Imported imp{remote, {}};
+  if (remote.rank != rank_) {
+    TIDE_ASSIGN_OR_RETURN(imp.verdict, verifyRegion(remote));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (remote.rank == rank_) {
+    TIDE_ASSIGN_OR_RETURN(imp.verdict, verifyRegion(remote));
+  }
+  remotes_[{remote.rank, remote.id}] = std::move(imp);
+  return Status::ok();
+}
+
+Result<RegionVerdict> RdmaTransport::verifyRegion(const RemoteRegion& d) {
+  if (d.rank != rank_) return registry_->verify(d, connectTimeout_);
+  // This rank's own regions: the local table is the truth (mu_ held).
+  auto it = regions_.find(d.id);
+  if (it == regions_.end()) {
+    RegionVerdict v;
+    v.status = TIDE_ERROR(Code::kNotFound, "region " + std::to_string(d.id) + " of rank " +
+                                               std::to_string(d.rank) +
+                                               " is not registered (never, or deregistered)");
+    return v;
+  }
+  return RegionRegistry::compare(d, it->second.info.descriptor);
+}
+
+Status RdmaTransport::refreshImported(Imported& imp, int64_t ownerEpoch) {
+  bool self = imp.desc.rank == rank_;
+  if (!self && imp.verdict.status.isOk() && imp.verdict.epoch == ownerEpoch) return Status::ok();
+  TIDE_ASSIGN_OR_RETURN(imp.verdict, verifyRegion(imp.desc));
   return Status::ok();
 }
 

@@ -19,6 +19,7 @@
 #include "engine/transport/rdma/device.h"
 #include "engine/transport/rdma/qp_connector.h"
 #include "engine/transport/rdma/rdma_transport.h"
+#include "engine/transport/rdma/region_registry.h"
 
 namespace tide::transport::rdma {
 
@@ -81,7 +82,18 @@ class RdmaTransport final : public Transport {
     uint64_t inFlight = 0;
     Status error;
     Deadline deadline = Deadline::after(0);
+    // A remote access error on a verified region: is its owner still alive?
+    // The batch finishes once its heartbeat moved or stayed still too long.
+    int32_t probePeer = -1;
+    int64_t probeBeat = -1;
+    Deadline probeDeadline = Deadline::after(0);
+    Deadline probeNextRead = Deadline::after(0);
     bool done() const;
+  };
+  // An imported descriptor and what checking it against its owner found.
+  struct Imported {
+    RemoteRegion desc;
+    RegionVerdict verdict;
   };
 
   RdmaTransport() = default;
@@ -101,6 +113,14 @@ class RdmaTransport final : public Transport {
   Status postFor(Batch& batch, PeerWork& work);
   void expireBatches();
   bool anyWorkingChannel(int peer) const;
+  // Checks a descriptor against its owner's published registration (the
+  // local table for this rank itself).
+  Result<RegionVerdict> verifyRegion(const RemoteRegion& d);
+  // Re-checks an imported region whose owner deregistered something since.
+  Status refreshImported(Imported& imp, int64_t ownerEpoch);
+  // Explains a remote access error on a region that passed the checks.
+  Status explainRemoteAccess(const Slice& s, Status why);
+  void resolveProbes();
   // Runs progress until done() is true or the deadline passes (false);
   // releases `lock` while it sleeps or yields.
   Result<bool> waitUntil(std::unique_lock<std::mutex>& lock, const Deadline& deadline,
@@ -122,10 +142,13 @@ class RdmaTransport final : public Transport {
   std::map<uint32_t, Region> regions_;
   std::vector<Channel> channels_;
   std::unique_ptr<CmConnection> cm_;
-  std::unordered_map<uint32_t, size_t> channelByQpn_;
+  // QP numbers are per device: two rails can hold QPs with the same number,
+  // so a completion is looked up by (rail, qp_num).
+  std::map<std::pair<int, uint32_t>, size_t> channelByQpn_;
   std::vector<std::vector<size_t>> senders_;  // per peer: sender channel indices
   std::vector<size_t> rr_;                    // per peer: round-robin cursor
-  std::map<std::pair<int32_t, uint32_t>, RemoteRegion> remotes_;
+  std::unique_ptr<RegionRegistry> registry_;
+  std::map<std::pair<int32_t, uint32_t>, Imported> remotes_;
   std::map<BatchId, Batch> batches_;
   std::deque<Notification> notifications_;
   std::map<std::pair<int, uint32_t>, uint64_t> sendSeq_, recvSeq_;

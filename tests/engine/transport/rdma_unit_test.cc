@@ -5,11 +5,13 @@
 
 #include <cstring>
 
+#include "engine/core/clock.h"
 #include "engine/core/kv_store.h"
 #include "engine/transport/rdma/device.h"
 #include "engine/transport/rdma/device_memory.h"
 #include "engine/transport/rdma/huge_pages.h"
 #include "engine/transport/rdma/rdma_transport_impl.h"
+#include "engine/transport/rdma/region_registry.h"
 #include "engine/transport/registry.h"
 
 namespace tide::transport::rdma {
@@ -103,6 +105,73 @@ TEST(RdmaUnit, DeviceMemoryRegistrationFailsClearlyOnHostMemory) {
                 mr.status().code() == Code::kInvalidArgument)
         << mr.status().toString();
   }
+}
+
+// The checks an initiator makes before posting (region_registry.h).
+TEST(RdmaUnit, RegistryVerifiesDescriptorsAgainstWhatTheOwnerPublished) {
+  MemoryStore store;
+  RegionRegistry owner(store, "rdma/", 1), initiator(store, "rdma/", 0);
+  RemoteRegion d;
+  d.rank = 1;
+  d.id = 4;
+  d.size = 4096;
+  d.base = 0x10000;
+  d.key = 0x1234567890abcdefull;
+  d.rkeys = {77, 88};
+  ASSERT_TRUE(owner.publish(d).isOk());
+  auto ok = initiator.verify(d, 1);
+  ASSERT_TRUE(ok.isOk()) << ok.status().toString();
+  EXPECT_TRUE(ok->status.isOk()) << ok->status.toString();
+  EXPECT_EQ(ok->publishedSize, 4096u);
+  EXPECT_EQ(ok->epoch, 0);
+
+  RemoteRegion bigger = d;
+  bigger.size = 1 << 20;
+  auto b = initiator.verify(bigger, 1);
+  ASSERT_TRUE(b.isOk());
+  EXPECT_TRUE(b->status.isOk());
+  EXPECT_EQ(b->publishedSize, 4096u) << "bounded by the published size";
+
+  RemoteRegion wrongKey = d;
+  wrongKey.key ^= 1;
+  RemoteRegion wrongRkey = d;
+  wrongRkey.rkeys[1] ^= 1;
+  RemoteRegion wrongBase = d;
+  wrongBase.base += 64;
+  for (const RemoteRegion& bad : {wrongKey, wrongRkey, wrongBase}) {
+    auto v = initiator.verify(bad, 1);
+    ASSERT_TRUE(v.isOk());
+    EXPECT_EQ(v->status.code(), Code::kPermissionDenied) << v->status.toString();
+  }
+  RemoteRegion unknown = d;
+  unknown.id = 5;
+  Stopwatch sw;
+  auto u = initiator.verify(unknown, 5);
+  ASSERT_TRUE(u.isOk());
+  EXPECT_EQ(u->status.code(), Code::kNotFound) << u->status.toString();
+  EXPECT_LT(sw.seconds(), 1.0) << "an unknown region does not wait for the store timeout";
+
+  // Deregistration: the region is dead and the owner's epoch moves.
+  ASSERT_TRUE(owner.retract(d.id).isOk());
+  EXPECT_EQ(*initiator.epoch(1), 1);
+  EXPECT_FALSE(*initiator.live(1, d.id));
+  auto dead = initiator.verify(d, 1);
+  ASSERT_TRUE(dead.isOk());
+  EXPECT_EQ(dead->status.code(), Code::kNotFound);
+  EXPECT_EQ(dead->epoch, 1);
+}
+
+TEST(RdmaUnit, RegistryHeartbeatAndGone) {
+  MemoryStore store;
+  RegionRegistry a(store, "x/", 0), b(store, "x/", 1);
+  EXPECT_EQ(*b.beats(0), 0);
+  ASSERT_TRUE(a.beat().isOk());
+  ASSERT_TRUE(a.beat().isOk());
+  EXPECT_EQ(*b.beats(0), 2);
+  EXPECT_FALSE(*b.gone(0));
+  ASSERT_TRUE(a.markGone().isOk());
+  EXPECT_TRUE(*b.gone(0));
+  EXPECT_FALSE(*a.gone(1));
 }
 
 }  // namespace
