@@ -44,6 +44,67 @@ Result<Column> makeColumn(const FieldManifest& f, int64_t rows, BufferRef data, 
   return Column::ragged(f.dtype, f.dims, std::move(data), std::move(offsets), valueBase);
 }
 
+bool inPool(const BufferPool& pool, std::span<const uint8_t> b) {
+  if (b.empty()) return false;
+  auto loc = pool.locate(b.data(), b.size());
+  return loc.isOk() && loc->offset % kPayloadAlign == 0;
+}
+
+// Copies every column not already in pool memory into ONE lease (one memcpy
+// per buffer) and returns the batch with those columns as views into it.
+Result<Batch> packBatch(BufferPool& pool, const Batch& batch, uint64_t& packed) {
+  struct Need {
+    size_t col;
+    uint64_t dataAt, offAt;
+  };
+  std::vector<Need> needs;
+  uint64_t total = 0;
+  for (size_t i = 0; i < batch.columns().size(); ++i) {
+    const Column& c = batch.columns()[i].second;
+    bool ok = inPool(pool, c.payload()) &&
+              (!c.isRagged() || inPool(pool, {c.offsetsRef().data, c.offsetsRef().size}));
+    if (ok) continue;
+    Need n{i, total, 0};
+    total = alignUp(total + c.payloadBytes());
+    n.offAt = total;
+    total = alignUp(total + c.offsetsRef().size * (c.isRagged() ? 1 : 0));
+    needs.push_back(n);
+  }
+  if (needs.empty()) return batch;
+  TIDE_ASSIGN_OR_RETURN(Lease l, pool.acquire(std::max(total, kPayloadAlign)));
+  auto lease = std::make_shared<Lease>(std::move(l));
+  BufferRef whole{lease, lease->data(), lease->size()};
+  Batch out(batch.rows());
+  out.meta() = batch.meta();
+  size_t k = 0;
+  for (size_t i = 0; i < batch.columns().size(); ++i) {
+    const auto& [name, c] = batch.columns()[i];
+    if (k == needs.size() || needs[k].col != i) {
+      TIDE_RETURN_IF_ERROR(out.add(name, c));
+      continue;
+    }
+    const Need& n = needs[k++];
+    auto payload = c.payload();
+    if (!payload.empty()) std::memcpy(lease->data() + n.dataAt, payload.data(), payload.size());
+    packed += payload.size();
+    Result<Column> col = Status::ok();
+    if (!c.isRagged()) {
+      col = Column::dense(c.dtype(), c.shape(), whole.sub(n.dataAt, payload.size()));
+    } else {
+      std::memcpy(lease->data() + n.offAt, c.offsetsRef().data, c.offsetsRef().size);
+      packed += c.offsetsRef().size;
+      BufferRef offs = whole.sub(n.offAt, c.offsetsRef().size);
+      BufferRef vals = whole.sub(n.dataAt, payload.size());
+      col = c.kind() == ColumnKind::kObject
+                ? Column::object(vals, offs, c.offsets().front())
+                : Column::ragged(c.dtype(), c.shape(), vals, offs, c.offsets().front());
+    }
+    if (!col.isOk()) return col.status().withContext("field '" + name + "'");
+    TIDE_RETURN_IF_ERROR(out.add(name, std::move(col).value()));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string manifestKey(const std::string& id) {
@@ -139,11 +200,17 @@ Status BatchStore::put(const std::string& id, const Batch& batch, const PutOptio
   Held held;
   held.owner = true;
   held.expectedReaders = options.expectedReaders;
-  for (const auto& [name, column] : batch.columns()) {
+  for (const auto& [name, column] : batch.columns())
+    TIDE_RETURN_IF_ERROR(column.validate().withContext("field '" + name + "'"));
+  uint64_t packed = 0;
+  TIDE_ASSIGN_OR_RETURN(Batch placed, packBatch(pool_, batch, packed));
+  stats_.putBytesPacked += packed;
+  for (const auto& [name, column] : placed.columns()) {
     FieldManifest f;
     TIDE_RETURN_IF_ERROR(placeColumn(name, column, m, f, held));
     m.fields.push_back(std::move(f));
   }
+  stats_.putBytesZeroCopy -= packed;  // placed from the pack lease, counted above
   TIDE_RETURN_IF_ERROR(m.validate().withContext("batch '" + id + "'"));
   {
     std::lock_guard<std::mutex> lock(mu_);
