@@ -1,0 +1,65 @@
+#pragma once
+// An emulated cluster on one host: each node is a network namespace, joined
+// to the others through a bridge that lives in a namespace of its own (veth
+// pairs), and each node's link is shaped with an HTB class to the node's NIC
+// rate in both directions (tx on the node side, rx on the bridge side), so
+// the bandwidth ratios of a real cluster hold on one machine. The host side
+// reaches the bridge through one more, unshaped, veth (the rendezvous store).
+//
+// Addresses come only from the documentation range 192.0.2.0/24: the host is
+// 192.0.2.1, node i is 192.0.2.(10 + i). Every name starts with a run prefix
+// "td<4 hex>" so leftovers of a killed run can be found and removed
+// (cleanupAll, `tide cluster cleanup`). The destructor tears everything down.
+// Needs CAP_NET_ADMIN (root) and the `ip` and `tc` tools.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+
+namespace tide::exec {
+
+// Empty when the process may create namespaces, else the reason it may not.
+std::string netAdminMissing();
+
+class EmulatedCluster {
+ public:
+  static constexpr int kMaxNodes = 200;
+
+  // nodes namespaces, each shaped to bytesPerSecond (GB/s = 1e9 B/s) per direction.
+  static Result<std::unique_ptr<EmulatedCluster>> create(int nodes, double bytesPerSecond);
+  ~EmulatedCluster();
+  EmulatedCluster(const EmulatedCluster&) = delete;
+  EmulatedCluster& operator=(const EmulatedCluster&) = delete;
+
+  const std::string& prefix() const { return prefix_; }
+  int nodes() const { return nodes_; }
+  static std::string hostAddress() { return "192.0.2.1"; }
+  static std::string nodeAddress(int node);
+  static std::string nodeNamespace(const std::string& prefix, int node);
+
+  // Removes everything this run created (also called by the destructor).
+  Status teardown();
+  // Removes every namespace and link of any run (names "td<4 hex>-..."). Returns
+  // how many objects were removed.
+  static Result<int> cleanupAll();
+
+ private:
+  EmulatedCluster(std::string prefix, int nodes) : prefix_(std::move(prefix)), nodes_(nodes) {}
+  Status build(double bytesPerSecond);
+
+  std::string prefix_;
+  int nodes_;
+  bool up_ = false;
+  std::vector<std::string> namespaces_;  // created so far
+};
+
+// Moves the calling thread (and the threads it starts later) into the named
+// network namespace (/run/netns/<name>).
+Status enterNamespace(const std::string& name);
+
+// Runs argv (no shell), returns its failure with the command and its stderr.
+Status runTool(const std::vector<std::string>& argv);
+
+}  // namespace tide::exec

@@ -1,0 +1,393 @@
+#include "engine/exec/rank_executor.h"
+
+#include <xxhash.h>
+
+#include <chrono>
+#include <cstring>
+#include <span>
+#include <string>
+#include <unordered_map>
+
+namespace tide::exec {
+
+using plan::Space;
+
+namespace {
+
+std::string regionKey(int rank, int space) {
+  return "region/r" + std::to_string(rank) + "/s" + std::to_string(space);
+}
+
+uint64_t sbKey(uint32_t stage, uint32_t bucket) {
+  return (static_cast<uint64_t>(stage) << 32) | bucket;
+}
+
+traces::EventPath pathOfBackend(const std::string& b) {
+  if (b == "tcp") return traces::EventPath::kTcp;
+  if (b == "shm") return traces::EventPath::kShm;
+  if (b == "rdma") return traces::EventPath::kRdma;
+  if (b == "nccl") return traces::EventPath::kNccl;
+  return traces::EventPath::kUnknown;
+}
+
+}  // namespace
+
+double RankExecutor::now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+RankExecutor::RankExecutor(const plan::TransferPlan& plan, const std::vector<RankLayout>& layouts,
+                           const workloads::SyntheticWeights& weights,
+                           transport::Transport& transport, Store& store, ExecOptions options)
+    : plan_(plan),
+      layouts_(layouts),
+      weights_(weights),
+      transport_(transport),
+      store_(store),
+      options_(options),
+      rank_(transport.rank()) {}
+
+RankExecutor::~RankExecutor() {
+  for (int s = 0; s < kSpaceCount; ++s) {
+    if (registered_[s]) (void)transport_.deregisterRegion(localIds_[s]);
+  }
+}
+
+Result<std::unique_ptr<RankExecutor>> RankExecutor::create(
+    const plan::TransferPlan& plan, const std::vector<RankLayout>& layouts,
+    const workloads::SyntheticWeights& weights, transport::Transport& transport, Store& store,
+    ExecOptions options) {
+  if (static_cast<size_t>(transport.worldSize()) != plan.ranks.size()) {
+    return TIDE_ERROR(Code::kInvalidArgument, "exec: the plan has " +
+                                                  std::to_string(plan.ranks.size()) +
+                                                  " ranks but the transport world has " +
+                                                  std::to_string(transport.worldSize()));
+  }
+  std::unique_ptr<RankExecutor> e(
+      new RankExecutor(plan, layouts, weights, transport, store, options));
+  TIDE_RETURN_IF_ERROR(e->setup());
+  return e;
+}
+
+Status RankExecutor::setup() {
+  TIDE_ASSIGN_OR_RETURN(
+      schedule_,
+      RankSchedule::build(plan_, layouts_, static_cast<uint32_t>(rank_), options_.chunkBytes));
+  path_ = pathOfBackend(transport_.capabilities().backend);
+  const RankLayout& me = layouts_[rank_];
+  for (int s = 0; s < kSpaceCount; ++s) {
+    const uint64_t bytes = me.spaceBytes(static_cast<Space>(s));
+    if (bytes == 0) continue;
+    buffers_[s] = std::make_unique<uint8_t[]>(bytes);
+    TIDE_ASSIGN_OR_RETURN(auto region, transport_.registerRegion(buffers_[s].get(), bytes));
+    localIds_[s] = region.id;
+    registered_[s] = true;
+    TIDE_RETURN_IF_ERROR(store_.set(regionKey(rank_, s), region.descriptor.serialize()));
+  }
+  if (rank_ == 0) TIDE_RETURN_IF_ERROR(store_.set("epoch", std::to_string(now())));
+  TIDE_ASSIGN_OR_RETURN(std::string epoch, store_.get("epoch", options_.timeoutSeconds));
+  epoch_ = std::stod(epoch);
+
+  remoteIds_.assign(plan_.ranks.size(), {});
+  std::vector<std::array<bool, kSpaceCount>> imported(plan_.ranks.size());
+  for (const auto& g : schedule_.out) {
+    const int s = static_cast<int>(g.dstSpace);
+    if (imported[g.peer][s]) continue;
+    TIDE_ASSIGN_OR_RETURN(std::string bytes,
+                          store_.get(regionKey(g.peer, s), options_.timeoutSeconds));
+    TIDE_ASSIGN_OR_RETURN(auto remote, transport::RemoteRegion::deserialize(bytes));
+    TIDE_RETURN_IF_ERROR(transport_.importRegion(remote));
+    remoteIds_[g.peer][s] = remote.id;
+    imported[g.peer][s] = true;
+  }
+  TIDE_RETURN_IF_ERROR(materializeInfer(0));
+  return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
+                      options_.timeoutSeconds);
+}
+
+Status RankExecutor::materializeTrain(int version) {
+  uint8_t* base = buffer(Space::kTrain);
+  for (const auto& p : layouts_[rank_].placed(Space::kTrain)) {
+    if (p.dtype != workloads::DType::kBF16) {
+      return TIDE_ERROR(Code::kUnimplemented, "exec: training shards must be bf16");
+    }
+    auto* out = reinterpret_cast<uint16_t*>(base + p.offset);
+    TIDE_RETURN_IF_ERROR(
+        weights_.fillBox(p.tensor, p.box.toBox(), version, std::span(out, p.box.volume())));
+  }
+  return Status::ok();
+}
+
+Status RankExecutor::materializeInfer(int version) {
+  uint8_t* base = buffer(Space::kInfer);
+  for (const auto& p : layouts_[rank_].placed(Space::kInfer)) {
+    if (options_.poisonTargets) {
+      std::memset(base + p.offset, 0xA5, p.bytes);
+      continue;
+    }
+    auto* out = reinterpret_cast<uint16_t*>(base + p.offset);
+    TIDE_RETURN_IF_ERROR(
+        weights_.fillBox(p.tensor, p.box.toBox(), version, std::span(out, p.box.volume())));
+  }
+  return Status::ok();
+}
+
+Status RankExecutor::verify(int version) const {
+  const uint8_t* base = buffers_[static_cast<int>(Space::kInfer)].get();
+  for (const auto& p : layouts_[rank_].placed(Space::kInfer)) {
+    const uint64_t got = XXH3_64bits(base + p.offset, p.bytes);
+    TIDE_ASSIGN_OR_RETURN(uint64_t want, weights_.boxChecksum(p.tensor, p.box.toBox(), version));
+    if (got != want) {
+      return TIDE_ERROR(Code::kDataLoss,
+                        "verify: rank " + std::to_string(rank_) + " " +
+                            weights_.inventory().tensors[p.tensor].name + " " + p.box.toString() +
+                            " is not version " + std::to_string(version) + " (xxh3 " +
+                            std::to_string(got) + ", expected " + std::to_string(want) + ")");
+    }
+  }
+  return Status::ok();
+}
+
+Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out) {
+  const RankSchedule& s = schedule_;
+  // Outstanding work this rank receives or does locally, per (stage, bucket) and per stage.
+  std::unordered_map<uint64_t, int64_t> pending;
+  std::vector<int64_t> stagePending(plan_.stages.size(), 0);
+  std::unordered_map<uint64_t, std::vector<char>> hopArrived;  // (stage, bucket) -> per chunk
+  for (const auto& u : s.in) {
+    ++pending[sbKey(u.stage, u.bucket)];
+    ++stagePending[u.stage];
+    if (u.hop) {
+      auto& v = hopArrived[sbKey(u.stage, u.bucket)];
+      if (v.size() <= u.chunk) v.resize(u.chunk + 1, 0);
+    }
+  }
+  for (const auto& t : s.local) {
+    ++pending[sbKey(t.stage, t.bucket)];
+    ++stagePending[t.stage];
+  }
+  auto depsMet = [&](uint32_t stage, uint32_t bucket) {
+    for (const auto& d : plan_.stages[stage].deps) {
+      if (d.perBucket) {
+        auto it = pending.find(sbKey(d.stage, bucket));
+        if (it != pending.end() && it->second > 0) return false;
+      } else if (stagePending[d.stage] > 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  auto landed = [&](uint32_t stage, uint32_t bucket) {
+    --pending[sbKey(stage, bucket)];
+    --stagePending[stage];
+  };
+  auto emit = [&](double t0, double t1, int src, int dst, uint64_t bytes, uint32_t stage,
+                  traces::EventPath path) -> Status {
+    if (!events) return Status::ok();
+    traces::Event e;
+    e.tStart = t0 - epoch_;
+    e.tEnd = t1 - epoch_;
+    e.src = src;
+    e.dst = dst;
+    e.bytes = bytes;
+    e.stage = static_cast<int32_t>(stage);
+    e.step = step;
+    e.path = path;
+    return events->append(e);
+  };
+
+  struct Flight {
+    size_t group;
+    transport::BatchId id;
+    double t0;
+  };
+  std::vector<Flight> flights;
+  std::vector<char> started(s.out.size(), 0), done(s.local.size(), 0), arrived(s.in.size(), 0);
+  size_t leftOut = s.out.size(), leftLocal = s.local.size(), leftIn = s.in.size();
+  size_t firstOut = 0, firstLocal = 0;  // everything before these has started / run
+  std::vector<transport::Request> reqs;
+  bool dirty = true;
+  double lastProgress = now();
+
+  while (leftOut > 0 || leftLocal > 0 || leftIn > 0) {
+    bool progress = false;
+    if (dirty) {
+      dirty = false;
+      for (size_t i = firstLocal; i < s.local.size(); ++i) {
+        const LocalTask& t = s.local[i];
+        if (done[i] || !depsMet(t.stage, t.bucket)) continue;
+        const double t0 = now();
+        const uint8_t* src = buffer(t.srcSpace);
+        uint8_t* dst = buffer(t.dstSpace);
+        for (const Run& r : t.runs) std::memcpy(dst + r.dstOffset, src + r.srcOffset, r.bytes);
+        done[i] = 1;
+        --leftLocal;
+        out.bytesLocal += t.bytes;
+        landed(t.stage, t.bucket);
+        TIDE_RETURN_IF_ERROR(
+            emit(t0, now(), rank_, rank_, t.bytes, t.stage, traces::EventPath::kHostMem));
+        dirty = progress = true;
+      }
+      while (firstLocal < s.local.size() && done[firstLocal]) ++firstLocal;
+      for (size_t i = firstOut; i < s.out.size(); ++i) {
+        const OutGroup& g = s.out[i];
+        if (started[i] || !depsMet(g.stage, g.bucket)) continue;
+        if (g.hop) {
+          auto it = hopArrived.find(sbKey(g.stage, g.bucket));
+          if (it != hopArrived.end() && !it->second[g.chunk]) continue;
+        }
+        if (g.runs.empty()) {
+          return TIDE_ERROR(Code::kInternal, "exec: empty transfer group");
+        }
+        reqs.clear();
+        for (const Run& r : g.runs) {
+          transport::Request q;
+          q.op = transport::Op::kWrite;
+          q.localRegion = localIds_[static_cast<int>(g.srcSpace)];
+          q.localOffset = r.srcOffset;
+          q.peer = g.peer;
+          q.remoteRegion = remoteIds_[g.peer][static_cast<int>(g.dstSpace)];
+          q.remoteOffset = r.dstOffset;
+          q.length = r.bytes;
+          reqs.push_back(q);
+        }
+        // The immediate comes last: requests to one peer land in order.
+        reqs.back().op = transport::Op::kWriteWithImm;
+        reqs.back().imm = g.unit;
+        const double t0 = now();
+        auto id = transport_.submit(reqs);
+        if (!id.isOk()) {
+          return id.status().withContext("exec: rank " + std::to_string(rank_) + " -> " +
+                                         std::to_string(g.peer) + " stage " +
+                                         plan_.stages[g.stage].name);
+        }
+        flights.push_back(Flight{i, *id, t0});
+        started[i] = 1;
+        progress = true;
+      }
+      while (firstOut < s.out.size() && started[firstOut]) ++firstOut;
+    }
+    auto finish = [&](size_t k) -> Status {
+      const OutGroup& g = s.out[flights[k].group];
+      TIDE_RETURN_IF_ERROR(emit(flights[k].t0, now(), rank_, g.peer, g.bytes, g.stage, path_));
+      out.bytesSent += g.bytes;
+      --leftOut;
+      flights[k] = flights.back();
+      flights.pop_back();
+      return Status::ok();
+    };
+    auto failed = [&](size_t k, const Status& st) {
+      const OutGroup& g = s.out[flights[k].group];
+      return st.withContext("exec: write rank " + std::to_string(rank_) + " -> " +
+                            std::to_string(g.peer) + " (stage " + plan_.stages[g.stage].name +
+                            ", bucket " + std::to_string(g.bucket) + ")");
+    };
+    for (size_t k = 0; k < flights.size();) {
+      auto r = transport_.test(flights[k].id);
+      if (!r.isOk()) return failed(k, r.status());
+      if (!*r) {
+        ++k;
+        continue;
+      }
+      TIDE_RETURN_IF_ERROR(finish(k));
+      progress = true;
+    }
+    // Arrivals: block briefly only when nothing else moved.
+    double wait = progress ? 0.0 : (flights.empty() && leftIn > 0 ? 0.005 : 0.0002);
+    while (leftIn > 0) {
+      auto n = transport_.waitNotification(wait);
+      if (!n.isOk()) {
+        if (n.status().code() == Code::kTimeout) break;
+        return n.status().withContext("exec: rank " + std::to_string(rank_) + " waiting");
+      }
+      wait = 0;
+      if (n->imm >= s.in.size() || arrived[n->imm] || s.in[n->imm].src != n->peer) {
+        return TIDE_ERROR(Code::kDataLoss,
+                          "exec: rank " + std::to_string(rank_) + " got an unexpected immediate " +
+                              std::to_string(n->imm) + " from rank " + std::to_string(n->peer));
+      }
+      const InUnit& u = s.in[n->imm];
+      arrived[n->imm] = 1;
+      --leftIn;
+      landed(u.stage, u.bucket);
+      if (u.hop) hopArrived[sbKey(u.stage, u.bucket)][u.chunk] = 1;
+      dirty = progress = true;
+    }
+    if (!flights.empty() && !progress && leftIn == 0) {
+      // Only our own batches remain: let the transport finish them (a
+      // finished batch is forgotten by wait(), so it is complete here).
+      Status w = transport_.wait(flights.front().id, 0.0005);
+      if (w.isOk()) {
+        TIDE_RETURN_IF_ERROR(finish(0));
+        progress = true;
+      } else if (w.code() != Code::kTimeout) {
+        return failed(0, w);
+      }
+    }
+    const double t = now();
+    if (progress) {
+      lastProgress = t;
+    } else if (t - lastProgress > options_.timeoutSeconds) {
+      std::string what;
+      for (size_t i = 0; i < s.in.size(); ++i) {
+        if (!arrived[i]) {
+          what = "; first missing: stage " + plan_.stages[s.in[i].stage].name + " bucket " +
+                 std::to_string(s.in[i].bucket) + " from rank " + std::to_string(s.in[i].src);
+          break;
+        }
+      }
+      return TIDE_ERROR(Code::kTimeout,
+                        "exec: rank " + std::to_string(rank_) + " made no progress for " +
+                            std::to_string(options_.timeoutSeconds) + " s (" +
+                            std::to_string(flights.size()) + " batches in flight, " +
+                            std::to_string(leftIn) + " arrivals and " + std::to_string(leftLocal) +
+                            " local tasks pending" + what + ")");
+    }
+  }
+  return Status::ok();
+}
+
+Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
+  if (step != version_ + 1) {
+    return TIDE_ERROR(Code::kFailedPrecondition, "exec: step " + std::to_string(step) +
+                                                     " after version " + std::to_string(version_));
+  }
+  const int world = static_cast<int>(plan_.ranks.size());
+  const std::string tag = "step" + std::to_string(step) + "/";
+  const bool trainer = plan_.ranks[rank_].role == plan::Role::kTrainer;
+  if (trainer) TIDE_RETURN_IF_ERROR(materializeTrain(step));  // the training step's output
+
+  RankStep out;
+  out.step = step;
+  TIDE_RETURN_IF_ERROR(storeBarrier(store_, tag + "pause", world, options_.timeoutSeconds));
+  out.tStart = now();
+  Status ts = transfer(step, events, out);
+  out.tEnd = now();
+  if (ts.isOk() && rank_ == options_.corruptRank && step == options_.corruptStep) {
+    const uint64_t n = layouts_[rank_].spaceBytes(Space::kInfer);
+    if (n > 0) buffer(Space::kInfer)[n / 2] ^= 0x01;
+  }
+  Status vs = ts;
+  if (ts.isOk()) {
+    const double v0 = now();
+    vs = verify(step);
+    out.verifySeconds = now() - v0;
+  }
+  TIDE_RETURN_IF_ERROR(store_.set(tag + "result/r" + std::to_string(rank_),
+                                  vs.isOk() ? std::string("ok") : vs.toString()));
+  if (!ts.isOk()) return ts;  // peers time out on what this rank did not send
+  TIDE_RETURN_IF_ERROR(storeBarrier(store_, tag + "done", world, options_.timeoutSeconds));
+  for (int r = 0; r < world; ++r) {
+    TIDE_ASSIGN_OR_RETURN(
+        std::string res, store_.get(tag + "result/r" + std::to_string(r), options_.timeoutSeconds));
+    if (res != "ok") {
+      return TIDE_ERROR(Code::kDataLoss, "step " + std::to_string(step) +
+                                             " not bit-exact on rank " + std::to_string(r) + ": " +
+                                             res);
+    }
+  }
+  version_ = step;
+  return out;
+}
+
+}  // namespace tide::exec

@@ -1,0 +1,105 @@
+#pragma once
+// Runs one rank's part of a weight-sync plan on a transport, step after step:
+//
+//   setup:   lay out and allocate the rank's buffers (train shard, staging
+//            replica, inference shard, bucket buffers), register each once,
+//            publish the descriptors through the store and import the peers'.
+//   step k:  trainers materialize version k of their shards from the seeded
+//            generator (outside the timed part), then
+//            pause (barrier) -> transfer -> verify -> bump version -> resume.
+//
+// Transfer runs the rank's schedule (rank_schedule.h) in one event loop:
+// ready batches are submitted, ready local copies run, finished batches and
+// arriving immediates are collected, so gather, convert and write of
+// different buckets overlap. Verification recomputes, independently of the
+// transfer, the XXH3 of every inference block from the generator and names
+// the first block that differs. Every transfer is recorded as a trace event.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/core/kv_store.h"
+#include "engine/core/status.h"
+#include "engine/exec/rank_layout.h"
+#include "engine/exec/rank_schedule.h"
+#include "engine/plan/transfer_plan.h"
+#include "engine/transport/transport.h"
+#include "traces/event.h"
+#include "workloads/weights.h"
+
+namespace tide::exec {
+
+struct ExecOptions {
+  double timeoutSeconds = 120;  // a step that makes no progress for this long fails
+  uint64_t chunkBytes = 0;      // broadcast pipelining chunk; 0 = the plan's
+  // Inference buffers before the first update: version 0 (the real case) or
+  // a poison pattern (tests: a byte the transfer misses cannot pass).
+  bool poisonTargets = false;
+  // Tests: flip one byte of this rank's inference buffer after the transfer
+  // of step `corruptStep`, so verification must fail.
+  int corruptRank = -1;
+  int corruptStep = 1;
+};
+
+struct RankStep {
+  int step = 0;
+  double tStart = 0;  // steady-clock seconds at the end of the pause barrier
+  double tEnd = 0;    // when this rank's last transfer finished
+  double verifySeconds = 0;
+  uint64_t bytesSent = 0;  // non-local bytes this rank sent
+  uint64_t bytesLocal = 0;
+};
+
+class RankExecutor {
+ public:
+  // `plan`, `layouts`, `weights`, `transport`, `store` must outlive this.
+  // The store should be private to this run (a PrefixStore).
+  static Result<std::unique_ptr<RankExecutor>> create(const plan::TransferPlan& plan,
+                                                      const std::vector<RankLayout>& layouts,
+                                                      const workloads::SyntheticWeights& weights,
+                                                      transport::Transport& transport, Store& store,
+                                                      ExecOptions options);
+  ~RankExecutor();
+
+  // Runs update `step` (1, 2, ...): the inference shards go from version
+  // step-1 to step. Fails on any transfer error or a block that does not
+  // verify, on any rank (all ranks return the error).
+  Result<RankStep> runStep(int step, traces::EventSink* events);
+
+  int version() const { return version_; }
+  const RankSchedule& schedule() const { return schedule_; }
+  // Seconds on the steady clock, shared by the processes of one host.
+  static double now();
+
+ private:
+  RankExecutor(const plan::TransferPlan& plan, const std::vector<RankLayout>& layouts,
+               const workloads::SyntheticWeights& weights, transport::Transport& transport,
+               Store& store, ExecOptions options);
+  Status setup();
+  Status materializeTrain(int version);
+  Status materializeInfer(int version);
+  Status transfer(int step, traces::EventSink* events, RankStep& out);
+  Status verify(int version) const;
+  uint8_t* buffer(plan::Space s) { return buffers_[static_cast<int>(s)].get(); }
+
+  const plan::TransferPlan& plan_;
+  const std::vector<RankLayout>& layouts_;
+  const workloads::SyntheticWeights& weights_;
+  transport::Transport& transport_;
+  Store& store_;
+  ExecOptions options_;
+  int rank_;
+  int version_ = 0;
+  double epoch_ = 0;  // rank 0's steady clock at setup: events are relative to it
+  RankSchedule schedule_;
+  std::unique_ptr<uint8_t[]> buffers_[kSpaceCount];
+  uint32_t localIds_[kSpaceCount] = {};
+  bool registered_[kSpaceCount] = {};
+  // remoteIds_[peer][space]: imported region ids of the peers this rank writes to.
+  std::vector<std::array<uint32_t, kSpaceCount>> remoteIds_;
+  traces::EventPath path_ = traces::EventPath::kUnknown;
+};
+
+}  // namespace tide::exec

@@ -1,0 +1,150 @@
+#include "engine/exec/sync_run.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+namespace tide::exec {
+
+namespace {
+
+std::string timeKey(int step, int rank) {
+  return "step" + std::to_string(step) + "/time/r" + std::to_string(rank);
+}
+std::string eventsKey(int step, int rank) {
+  return "step" + std::to_string(step) + "/events/r" + std::to_string(rank);
+}
+
+// Buffers one rank's events of a step; plain structs, same binary on every rank.
+class VectorSink final : public traces::EventSink {
+ public:
+  Status append(const traces::Event& e) override {
+    events.push_back(e);
+    return Status::ok();
+  }
+  Status flush() override { return Status::ok(); }
+  std::vector<traces::Event> events;
+};
+
+}  // namespace
+
+Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
+                                       const std::vector<RankLayout>& layouts,
+                                       const workloads::SyntheticWeights& weights,
+                                       transport::Transport& transport, Store& store,
+                                       const RankRunOptions& options, traces::EventSink* events) {
+  TIDE_ASSIGN_OR_RETURN(
+      auto ex, RankExecutor::create(plan, layouts, weights, transport, store, options.exec));
+  const int rank = transport.rank();
+  const int world = transport.worldSize();
+  const double timeout = options.exec.timeoutSeconds;
+  std::vector<StepStats> out;
+  for (int step = 1; step <= options.steps; ++step) {
+    VectorSink mine;
+    traces::EventSink* sink = options.gatherEvents ? &mine : events;
+    TIDE_ASSIGN_OR_RETURN(RankStep rs, ex->runStep(step, sink));
+    std::ostringstream t;
+    t.precision(17);
+    t << rs.tStart << ' ' << rs.tEnd << ' ' << rs.bytesSent << ' ' << rs.bytesLocal << ' '
+      << rs.verifySeconds;
+    TIDE_RETURN_IF_ERROR(store.set(timeKey(step, rank), t.str()));
+    if (options.gatherEvents && rank != 0) {
+      std::string bytes(mine.events.size() * sizeof(traces::Event), '\0');
+      if (!bytes.empty()) std::memcpy(bytes.data(), mine.events.data(), bytes.size());
+      TIDE_RETURN_IF_ERROR(store.set(eventsKey(step, rank), bytes));
+    }
+    StepStats st;
+    st.step = step;
+    if (rank != 0) {
+      st.seconds = rs.tEnd - rs.tStart;
+      st.verifySeconds = rs.verifySeconds;
+      st.bytes = rs.bytesSent;
+      st.localBytes = rs.bytesLocal;
+      out.push_back(st);
+      continue;
+    }
+    double t0 = 1e300, t1 = -1e300;
+    for (int r = 0; r < world; ++r) {
+      TIDE_ASSIGN_OR_RETURN(std::string v, store.get(timeKey(step, r), timeout));
+      std::istringstream in(v);
+      double a = 0, b = 0, vs = 0;
+      uint64_t sent = 0, local = 0;
+      if (!(in >> a >> b >> sent >> local >> vs)) {
+        return TIDE_ERROR(Code::kDataLoss,
+                          "exec: bad timing record from rank " + std::to_string(r));
+      }
+      t0 = std::min(t0, a);
+      t1 = std::max(t1, b);
+      st.bytes += sent;
+      st.localBytes += local;
+      st.verifySeconds = std::max(st.verifySeconds, vs);
+    }
+    st.seconds = t1 - t0;
+    if (options.gatherEvents && events) {
+      for (const auto& e : mine.events) TIDE_RETURN_IF_ERROR(events->append(e));
+      for (int r = 1; r < world; ++r) {
+        TIDE_ASSIGN_OR_RETURN(std::string v, store.get(eventsKey(step, r), timeout));
+        if (v.size() % sizeof(traces::Event) != 0) {
+          return TIDE_ERROR(Code::kDataLoss,
+                            "exec: bad event record from rank " + std::to_string(r));
+        }
+        std::vector<traces::Event> evs(v.size() / sizeof(traces::Event));
+        if (!v.empty()) std::memcpy(evs.data(), v.data(), v.size());
+        for (const auto& e : evs) TIDE_RETURN_IF_ERROR(events->append(e));
+      }
+    }
+    out.push_back(st);
+  }
+  // Nobody tears down its regions while a peer may still read the store.
+  TIDE_RETURN_IF_ERROR(storeBarrier(store, "finished", world, timeout));
+  return out;
+}
+
+Result<std::vector<StepStats>> runThreads(const plan::TransferPlan& plan,
+                                          const workloads::SyntheticWeights& weights,
+                                          transport::TransportConfig config,
+                                          const RankRunOptions& options,
+                                          traces::EventSink* events) {
+  TIDE_ASSIGN_OR_RETURN(auto layouts, RankLayout::buildAll(plan));
+  const int world = static_cast<int>(plan.ranks.size());
+  MemoryStore store;
+  std::vector<Status> status(world, Status::ok());
+  std::vector<std::vector<StepStats>> stats(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      transport::TransportConfig c = config;
+      c.rank = r;
+      c.worldSize = world;
+      PrefixStore transportStore(store, "transport/");
+      c.store = &transportStore;
+      auto t = transport::createTransport(c);
+      if (!t.isOk()) {
+        status[r] = t.status();
+        return;
+      }
+      PrefixStore execStore(store, "exec/");
+      RankRunOptions o = options;
+      o.gatherEvents = false;  // one process: every rank appends to the shared sink
+      auto res = runRank(plan, layouts, weights, **t, execStore, o, events);
+      if (res.isOk()) {
+        stats[r] = std::move(*res);
+      } else {
+        status[r] = res.status().withContext("rank " + std::to_string(r));
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  // The error a rank found itself beats the timeouts it caused in others.
+  for (int r = 0; r < world; ++r) {
+    if (!status[r].isOk() && status[r].code() != Code::kTimeout) return status[r];
+  }
+  for (int r = 0; r < world; ++r) {
+    if (!status[r].isOk()) return status[r];
+  }
+  return stats[0];
+}
+
+}  // namespace tide::exec
