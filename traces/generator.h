@@ -17,7 +17,7 @@ struct GenerateOptions {
   uint64_t seed = 1;
   // Elements checked per tensor; 0 = exact (every element). autoExact picks
   // exact when the model has at most exactLimit parameters.
-  uint64_t samplePerTensor = 256;
+  uint64_t samplePerTensor = 512;
   bool autoExact = true;
   uint64_t exactLimit = 1ull << 24;
   int threads = 0;          // 0 = all cores
