@@ -11,6 +11,11 @@ void addBackendsCommand(CLI::App& app);
 void addRolloutCommand(CLI::App& app);
 void addPlanCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);
+void addBenchCommand(CLI::App& app);
+void addLaunchCommand(CLI::App& app);
+void addSimCommand(CLI::App& app);
+void addValidateCommand(CLI::App& app);
 void addTraceCommand(CLI::App& app);
+void addSyncCommand(CLI::App& app);
 
 }  // namespace tide::harness

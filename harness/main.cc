@@ -14,7 +14,12 @@ int main(int argc, char** argv) {
   tide::harness::addRolloutCommand(app);
   tide::harness::addPlanCommand(app);
   tide::harness::addCompareCommand(app);
+  tide::harness::addBenchCommand(app);
+  tide::harness::addLaunchCommand(app);
+  tide::harness::addSimCommand(app);
+  tide::harness::addValidateCommand(app);
   tide::harness::addTraceCommand(app);
+  tide::harness::addSyncCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

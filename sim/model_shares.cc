@@ -1,0 +1,42 @@
+#include "sim/model_shares.h"
+
+namespace tide::sim {
+
+ModelShares computeShares(const workloads::ModelSpec& model, const workloads::TrainLayout& train,
+                          const workloads::InferLayout& infer, bool fp8Wire) {
+  workloads::ModelInventory inv = workloads::buildInventory(model);
+  ModelShares out;
+  out.stages.resize(train.pp);
+  for (const auto& t : inv.tensors) {
+    int stage = 0;
+    if (t.layer >= 0) {
+      stage = workloads::stageOfLayer(train, model.layers, t.layer);
+    } else if (t.kind != workloads::TensorKind::kEmbedding) {
+      stage = train.pp - 1;  // final norm and lm_head sit on the last stage
+    }
+    double tb = static_cast<double>(t.trainBytes());
+    double wb = static_cast<double>(fp8Wire ? t.inferBytes() : t.trainBytes());
+    // Fraction of the tensor one inference rank holds (averaged over ranks;
+    // the layouts split evenly).
+    double frac = 1.0;
+    if (t.kind == workloads::TensorKind::kRoutedExpert) {
+      frac = 1.0 / infer.tp;  // E/EP experts per rank, each split over TP/EP
+    } else if (t.tp != workloads::TpSplit::kReplicated) {
+      frac = 1.0 / (t.dpAttnReplicated ? infer.attnTp() : infer.tp);
+    }
+    StageBytes& s = out.stages[stage];
+    s.train += tb;
+    if (t.kind == workloads::TensorKind::kRoutedExpert) s.trainExpert += tb;
+    s.wire += wb;
+    s.share += wb * frac;
+    out.params += static_cast<double>(t.numel());
+  }
+  for (const auto& s : out.stages) {
+    out.wireTotal += s.wire;
+    out.trainTotal += s.train;
+    out.sharePerRank += s.share;
+  }
+  return out;
+}
+
+}  // namespace tide::sim

@@ -1,0 +1,31 @@
+#pragma once
+// Byte accounting of a model under a training and an inference layout: per
+// pipeline stage, the gathered bytes (training dtype, expert part), the wire
+// bytes, and what one inference rank holds of that stage.
+
+#include <vector>
+
+#include "workloads/layout.h"
+#include "workloads/model.h"
+
+namespace tide::sim {
+
+struct StageBytes {
+  double train = 0;        // whole stage, training dtype
+  double trainExpert = 0;  // routed-expert part of `train` (gathered over EP)
+  double wire = 0;         // whole stage as sent (FP8 + scales, or training dtype)
+  double share = 0;        // wire bytes one inference rank holds of this stage
+};
+
+struct ModelShares {
+  std::vector<StageBytes> stages;
+  double wireTotal = 0;
+  double trainTotal = 0;
+  double sharePerRank = 0;  // wire bytes one inference rank holds in total
+  double params = 0;
+};
+
+ModelShares computeShares(const workloads::ModelSpec& model, const workloads::TrainLayout& train,
+                          const workloads::InferLayout& infer, bool fp8Wire);
+
+}  // namespace tide::sim

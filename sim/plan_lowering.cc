@@ -1,0 +1,160 @@
+#include "sim/plan_lowering.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "sim/topology.h"
+#include "sim/work_graph.h"
+
+namespace tide::sim {
+
+namespace {
+
+using Key =
+    std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint8_t>;  // stage bucket src dst kind
+
+struct Group {
+  double bytes = 0;
+  bool dtypeChange = false;
+};
+
+}  // namespace
+
+Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
+                                    const workloads::ClusterSpec& cluster,
+                                    const Calibration& calib) {
+  TIDE_RETURN_IF_ERROR(p.validate());
+  if (p.ranks.empty()) return TIDE_ERROR(Code::kInvalidArgument, "plan has no ranks");
+  int gpn = std::max(1, cluster.gpusPerNode);
+  uint32_t maxNode = 0;
+  for (const auto& r : p.ranks) {
+    if (static_cast<int>(r.gpu) >= gpn)
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "plan rank " + std::to_string(r.id) + " uses gpu " + std::to_string(r.gpu) +
+                            " but the cluster has " + std::to_string(gpn) + " per node");
+    maxNode = std::max(maxNode, r.node);
+  }
+  FlowSolver solver;
+  Topology topo(cluster, static_cast<int>(maxNode) + 1, calib.quantBps, calib.replicaLoadBps,
+                solver);
+  auto gpuOf = [&](uint32_t rank) {
+    const auto& r = p.ranks[rank];
+    return static_cast<int>(r.node) * gpn + static_cast<int>(r.gpu);
+  };
+
+  // Group moves; broadcast hops per (stage, bucket) form one chain.
+  std::map<Key, Group> groups;
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<const plan::Move*>> chains;
+  uint32_t maxBucket = 0;
+  for (const auto& m : p.moves) {
+    maxBucket = std::max(maxBucket, m.bucket);
+    if (m.kind == plan::MoveKind::kBroadcastHop) {
+      chains[{m.stage, m.bucket}].push_back(&m);
+      continue;
+    }
+    Group& g = groups[Key{m.stage, m.bucket, m.src, m.dst, static_cast<uint8_t>(m.kind)}];
+    g.bytes += static_cast<double>(m.bytes);
+    g.dtypeChange = g.dtypeChange || m.srcDtype != m.dstDtype;
+  }
+
+  WorkGraph g;
+  size_t nStages = p.stages.size();
+  // Per stage and bucket: a start join (deps in) and an end join (deps out).
+  std::vector<std::map<uint32_t, std::pair<TaskId, TaskId>>> sb(nStages);
+  std::vector<TaskId> stageEnd(nStages);
+  for (size_t s = 0; s < nStages; ++s) {
+    g.stageId(p.stages[s].name);
+    stageEnd[s] = g.addJoin();
+  }
+  auto bucketJoins = [&](uint32_t stage, uint32_t bucket) -> std::pair<TaskId, TaskId> {
+    auto it = sb[stage].find(bucket);
+    if (it != sb[stage].end()) return it->second;
+    TaskId in = g.addJoin(), out = g.addJoin();
+    g.dep(in, out);
+    g.dep(out, stageEnd[stage]);
+    sb[stage][bucket] = {in, out};
+    return {in, out};
+  };
+  for (const auto& [k, grp] : groups) {
+    auto [stage, bucket, src, dst, kind] = k;
+    if (stage >= nStages) return TIDE_ERROR(Code::kInvalidArgument, "move names a missing stage");
+    int a = gpuOf(src), b = gpuOf(dst);
+    std::vector<LinkId> path;
+    TaskPath tp = TaskPath::kRdma;
+    double lat = 0;
+    if (a == b) {
+      // Local conversion: the quantization engine when the dtype changes,
+      // otherwise a memory copy.
+      path = grp.dtypeChange ? onlyLink(topo.gpu(a).quant) : onlyLink(topo.hostMem(topo.nodeOf(a)));
+      tp = grp.dtypeChange ? TaskPath::kCompute : TaskPath::kHostMem;
+    } else {
+      path = topo.path(a, b);
+      lat = topo.latency(a, b);
+      tp = topo.nodeOf(a) == topo.nodeOf(b) ? TaskPath::kNvlink : TaskPath::kRdma;
+    }
+    auto [in, out] = bucketJoins(stage, bucket);
+    TaskId t = g.addFlow(g.addPath(std::move(path)), grp.bytes, lat, gpuOf(src), gpuOf(dst),
+                         static_cast<uint16_t>(stage), tp);
+    g.tasks()[t].src = static_cast<int32_t>(src);
+    g.tasks()[t].dst = static_cast<int32_t>(dst);
+    g.dep(in, t);
+    g.dep(t, out);
+  }
+  for (const auto& [k, hops] : chains) {
+    auto [stage, bucket] = k;
+    std::vector<LinkId> links;
+    double lat = 0, bytes = 0;
+    for (const plan::Move* m : hops) {
+      topo.appendPath(gpuOf(m->src), gpuOf(m->dst), links);
+      lat += topo.latency(gpuOf(m->src), gpuOf(m->dst));
+      bytes = std::max(bytes, static_cast<double>(m->bytes));
+    }
+    auto [in, out] = bucketJoins(stage, bucket);
+    TaskId t = g.addFlow(
+        g.addPath(std::move(links)), bytes, lat, static_cast<int32_t>(hops.front()->src),
+        static_cast<int32_t>(hops.back()->dst), static_cast<uint16_t>(stage), TaskPath::kNccl);
+    g.dep(in, t);
+    g.dep(t, out);
+  }
+  // Stage dependencies.
+  for (size_t s = 0; s < nStages; ++s) {
+    for (const auto& d : p.stages[s].deps) {
+      if (d.stage >= nStages)
+        return TIDE_ERROR(Code::kInvalidArgument, "dependency on a missing stage");
+      if (d.perBucket) {
+        for (auto& [bucket, joins] : sb[s]) {
+          auto [din, dout] = bucketJoins(d.stage, bucket);
+          (void)din;
+          g.dep(dout, joins.first);
+        }
+      } else {
+        for (auto& [bucket, joins] : sb[s]) g.dep(stageEnd[d.stage], joins.first);
+      }
+    }
+  }
+  StrategyResult r;
+  r.scenario = "plan";
+  r.strategy = p.strategy;
+  linkLowerBound(g, solver, &r.lowerBoundSeconds, &r.bottleneck);
+  TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver));
+  r.seconds = ex.makespan;
+  r.stages = std::move(ex.stages);
+  auto sum = p.summarize();
+  r.wireBytes = static_cast<double>(sum.totalBytes);
+  for (size_t i = 0; i < sum.receivedBytes.size(); ++i) {
+    if (p.ranks[i].role == plan::Role::kInference)
+      r.bytesPerInferRank =
+          std::max(r.bytesPerInferRank, static_cast<double>(sum.receivedBytes[i]));
+  }
+  r.bucketsPerStage = static_cast<int>(maxBucket) + 1;
+  r.tasks = ex.tasksRun;
+  r.flows = ex.flows;
+  r.wallSeconds = ex.wallSeconds;
+  r.eventsPerSecond = ex.eventsPerSecond();
+  r.events = std::move(ex.events);
+  r.stageNames = g.stageNames();
+  return r;
+}
+
+}  // namespace tide::sim

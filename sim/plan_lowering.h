@@ -1,0 +1,21 @@
+#pragma once
+// Runs a TransferPlan (engine/plan) in the simulator: the same plan the real
+// executor runs. Moves are grouped by (stage, bucket, src, dst, kind) into one
+// flow each (same endpoints, same time: the physics of one flow); broadcast
+// hops of one bucket become one chain flow over all hops; conversions run on
+// the GPU's quantization resource when the dtype changes, else as host copies.
+// Stage dependencies become joins, per bucket where the plan says so.
+
+#include "engine/core/status.h"
+#include "engine/plan/transfer_plan.h"
+#include "sim/calibration.h"
+#include "sim/simulator.h"
+#include "workloads/cluster.h"
+
+namespace tide::sim {
+
+[[nodiscard]] Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
+                                                  const workloads::ClusterSpec& cluster,
+                                                  const Calibration& calib = {});
+
+}  // namespace tide::sim

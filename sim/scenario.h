@@ -1,0 +1,52 @@
+#pragma once
+// A simulation scenario (TOML, docs/formats/scenario.md): model, training and
+// inference layouts and their nodes, cluster, strategy parameters,
+// calibration overrides and optional published figures to compare with.
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "sim/calibration.h"
+#include "workloads/cluster.h"
+#include "workloads/layout.h"
+#include "workloads/model.h"
+
+namespace tide::sim {
+
+struct StrategyParams {
+  std::vector<std::string> names{"broadcast", "p2p"};  // strategies to run
+  uint64_t bucketBytes = 1000000000;                   // gathered bytes per bucket, training dtype
+  bool fp8Wire = true;               // FP8 (block scales) on the wire, else training dtype
+  bool firstUpdate = false;          // include one-time memory registration
+  uint64_t pageBytes = 4096;         // registration page size (4 KiB, or 2 MiB huge pages)
+  int channels = 0;                  // collective channels; 0 = NICs per node
+  uint64_t chunkBytes = 512 * 1024;  // pipelining chunk of a chain broadcast (NCCL default)
+  // p2p: overlap gather, conversion, copies and writes across buckets (a
+  // static-schedule design); false = one bucket at a time (the RL framework).
+  bool pipelined = false;
+  int maxSimBuckets = 64;  // buckets per stage kept distinct; more are merged
+};
+
+struct Scenario {
+  std::string name;
+  workloads::ModelSpec model;
+  workloads::TrainLayout train;
+  workloads::InferLayout infer;
+  int trainNodes = 0;
+  int inferNodes = 0;
+  workloads::ClusterSpec cluster;
+  StrategyParams strategy;
+  Calibration calib;
+  // Published update times (seconds) by strategy name, for the comparison.
+  std::vector<std::pair<std::string, double>> published;
+};
+
+Result<Scenario> loadScenario(const std::string& path);
+Result<Scenario> parseScenario(std::string_view tomlText, std::string_view origin);
+// Checks layouts against the model and the node counts.
+Status validateScenario(const Scenario& s);
+
+}  // namespace tide::sim

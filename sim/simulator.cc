@@ -1,0 +1,88 @@
+#include "sim/simulator.h"
+
+#include "sim/model_shares.h"
+#include "sim/strategy_graphs.h"
+#include "sim/topology.h"
+
+namespace tide::sim {
+
+void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
+                    std::string* bottleneck) {
+  std::vector<double> load(s.linkCount(), 0.0);
+  for (const Task& t : g.tasks()) {
+    if (!t.isFlow) continue;
+    for (LinkId l : g.paths()[t.pathId]) load[l] += t.bytes;
+  }
+  *seconds = 0;
+  bottleneck->clear();
+  for (LinkId l = 0; l < load.size(); ++l) {
+    if (s.capacity(l) <= 0 || load[l] <= 0) continue;
+    double t = load[l] / s.capacity(l);
+    if (t > *seconds) {
+      *seconds = t;
+      *bottleneck = s.linkName(l);
+    }
+  }
+}
+
+Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy) {
+  ModelShares shares = computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire);
+  FlowSolver solver;
+  Topology topo(sc.cluster, sc.trainNodes + sc.inferNodes, sc.calib.quantBps,
+                sc.calib.replicaLoadBps, solver);
+  WorkGraph g;
+  TIDE_ASSIGN_OR_RETURN(GraphInfo info, buildStrategyGraph(sc, strategy, shares, topo, g));
+  StrategyResult r;
+  r.scenario = sc.name;
+  r.strategy = strategy;
+  linkLowerBound(g, solver, &r.lowerBoundSeconds, &r.bottleneck);
+  TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver));
+  r.seconds = ex.makespan;
+  r.stages = std::move(ex.stages);
+  r.wireBytes = shares.wireTotal;
+  r.bytesPerInferRank = strategy == "broadcast" ? shares.wireTotal : shares.sharePerRank;
+  r.bucketsPerStage = info.bucketsPerStage;
+  r.mergeFactor = info.mergeFactor;
+  r.registrationSeconds = info.registrationSeconds;
+  r.tasks = ex.tasksRun;
+  r.flows = ex.flows;
+  r.wallSeconds = ex.wallSeconds;
+  r.eventsPerSecond = ex.eventsPerSecond();
+  r.events = std::move(ex.events);
+  r.stageNames = g.stageNames();
+  return r;
+}
+
+nlohmann::json StrategyResult::toJson() const {
+  nlohmann::json j;
+  j["schema"] = "tide.sim/1";
+  j["scenario"] = scenario;
+  j["strategy"] = strategy;
+  j["seconds"] = seconds;
+  j["lower_bound_seconds"] = lowerBoundSeconds;
+  j["ratio_to_lower_bound"] = lowerBoundSeconds > 0 ? seconds / lowerBoundSeconds : 0;
+  j["bottleneck"] = bottleneck;
+  j["wire_bytes"] = wireBytes;
+  j["bytes_per_inference_rank"] = bytesPerInferRank;
+  j["buckets_per_stage"] = bucketsPerStage;
+  j["merge_factor"] = mergeFactor;
+  j["registration_seconds"] = registrationSeconds;
+  nlohmann::json st = nlohmann::json::array();
+  for (const auto& s : stages) {
+    st.push_back({{"name", s.name},
+                  {"first_seconds", s.first},
+                  {"last_seconds", s.last},
+                  {"busy_seconds", s.busy},
+                  {"bytes", s.bytes},
+                  {"tasks", s.tasks}});
+  }
+  j["stages"] = st;
+  j["tasks"] = tasks;
+  j["flows"] = flows;
+  j["events"] = events.size();
+  j["wall_seconds"] = wallSeconds;
+  j["events_per_second"] = eventsPerSecond;
+  return j;
+}
+
+}  // namespace tide::sim

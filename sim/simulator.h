@@ -1,0 +1,45 @@
+#pragma once
+// Simulates one weight update of a scenario with one strategy: builds the
+// topology and the strategy's work graph, runs it, and reports the update
+// time, the per-stage breakdown, the physical lower bound (the most loaded
+// link's bytes over its capacity) and its bottleneck, and the events.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "sim/executor.h"
+#include "sim/scenario.h"
+
+namespace tide::sim {
+
+struct StrategyResult {
+  std::string scenario;
+  std::string strategy;
+  double seconds = 0;
+  std::vector<StageStats> stages;
+  double lowerBoundSeconds = 0;
+  std::string bottleneck;  // link name of the lower bound
+  double wireBytes = 0;    // bytes of the model as sent
+  double bytesPerInferRank = 0;
+  int bucketsPerStage = 0;
+  double mergeFactor = 1;
+  double registrationSeconds = 0;
+  uint64_t tasks = 0;
+  uint64_t flows = 0;
+  double wallSeconds = 0;
+  double eventsPerSecond = 0;
+  std::vector<SimEvent> events;
+  std::vector<std::string> stageNames;
+
+  nlohmann::json toJson() const;
+};
+
+// Lower bound of a graph on its solver: max over links of bytes / capacity.
+void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
+                    std::string* bottleneck);
+
+[[nodiscard]] Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy);
+
+}  // namespace tide::sim

@@ -1,0 +1,35 @@
+#pragma once
+// Parameter sweeps of a scenario: inference EP (engine size), inference node
+// count (engines), NIC bandwidth. Each point simulates broadcast and p2p and
+// records the p2p/broadcast time ratio; a ratio above 1 means p2p loses.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "sim/scenario.h"
+
+namespace tide::sim {
+
+struct SweepPoint {
+  std::string axis;  // "infer_ep", "infer_nodes", "nic_gbps"
+  double value = 0;
+  double broadcastSeconds = 0;
+  double p2pSeconds = 0;
+  double ratio() const { return broadcastSeconds > 0 ? p2pSeconds / broadcastSeconds : 0; }
+};
+
+struct SweepAxes {
+  std::vector<int> inferEp;     // engine size: TP = EP = value
+  std::vector<int> inferNodes;  // engines scale with nodes
+  std::vector<double> nicGbps;  // per-NIC GB/s
+};
+
+// Applies one sweep value to a copy of the scenario.
+Result<Scenario> applyPoint(const Scenario& base, const std::string& axis, double value);
+Result<std::vector<SweepPoint>> runSweep(const Scenario& base, const SweepAxes& axes);
+std::string sweepCsv(const std::vector<SweepPoint>& pts);
+nlohmann::json sweepJson(const std::vector<SweepPoint>& pts);
+
+}  // namespace tide::sim

@@ -1,0 +1,113 @@
+// End-to-end checks of the strategy models on small scenarios: the
+// mechanisms (who sends, bytes per inference rank, the engines' one-request-
+// at-a-time lock) show up in the results.
+
+#include <gtest/gtest.h>
+
+#include "sim/model_shares.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+
+namespace tide::sim {
+namespace {
+
+std::string scenarioText(const std::string& infer, int inferNodes, const std::string& extra = "") {
+  return R"(
+name = "small"
+[model]
+zoo = "qwen3-30b-a3b"
+[train]
+layout = "tp=4,pp=2,ep=8,dp=2"
+nodes = 4
+[infer]
+layout = ")" +
+         infer + R"("
+nodes = )" +
+         std::to_string(inferNodes) +
+         R"(
+[cluster]
+gpus_per_node = 8
+nic = "47.5GB/s"
+nvlink = "370GB/s"
+pcie_h2d = "55GB/s"
+pcie_d2h = "47GB/s"
+host_mem = "100GB/s"
+[strategy]
+bucket = "1GB"
+wire_dtype = "bf16"
+)" + extra;
+}
+
+Scenario load(const std::string& text) {
+  auto s = parseScenario(text, "test");
+  if (!s.isOk()) ADD_FAILURE() << s.status().toString();
+  return std::move(s).value();
+}
+
+TEST(Strategy, BroadcastSendsWholeModelToEveryRankP2pOnlyTheShare) {
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  auto b = simulate(sc, "broadcast");
+  auto p = simulate(sc, "p2p");
+  ASSERT_TRUE(b.isOk()) << b.status().toString();
+  ASSERT_TRUE(p.isOk()) << p.status().toString();
+  EXPECT_DOUBLE_EQ(b->bytesPerInferRank, b->wireBytes);
+  EXPECT_LT(p->bytesPerInferRank, b->wireBytes / 4);
+  // 30B params in BF16 is ~61 GB on the wire.
+  EXPECT_NEAR(b->wireBytes / 1e9, 61.0, 3.0);
+  // Every rank of a time is at or above its lower bound.
+  EXPECT_GE(b->seconds, b->lowerBoundSeconds);
+  EXPECT_GE(p->seconds, p->lowerBoundSeconds);
+  // The broadcast lower bound sits on a training head's NIC.
+  EXPECT_NE(b->bottleneck.find(".nic"), std::string::npos) << b->bottleneck;
+  EXPECT_FALSE(b->events.empty());
+}
+
+TEST(Strategy, BroadcastTimeTracksTheHeadNicP2pDoesNot) {
+  Scenario slow = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  slow.cluster.nicBps /= 4;
+  Scenario fast = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  double bFast = simulate(fast, "broadcast")->seconds;
+  double bSlow = simulate(slow, "broadcast")->seconds;
+  EXPECT_GT(bSlow, 1.8 * bFast);
+}
+
+TEST(Strategy, EngineLockSerializesStagesInBroadcast) {
+  // With the per-call overhead dominant, time ~ buckets x call.
+  Scenario sc =
+      load(scenarioText("engines=2,tp=8,ep=8", 2, "[calibration]\nengine_call_ms = 500\n"));
+  auto b = simulate(sc, "broadcast");
+  ASSERT_TRUE(b.isOk());
+  double buckets = 0;
+  ModelShares sh = computeShares(sc.model, sc.train, sc.infer, false);
+  for (const auto& s : sh.stages) buckets += std::ceil(s.train / 1e9);
+  EXPECT_GT(b->seconds, buckets * 0.5);  // serialized, not 2 stages in parallel
+}
+
+TEST(Strategy, RegistrationOnlyOnFirstUpdate) {
+  Scenario steady = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  Scenario first = load(scenarioText("engines=2,tp=8,ep=8", 2, "first_update = true\n"));
+  auto a = simulate(steady, "p2p");
+  auto b = simulate(first, "p2p");
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  EXPECT_EQ(a->registrationSeconds, 0);
+  EXPECT_GT(b->registrationSeconds, 0);
+  EXPECT_GT(b->seconds, a->seconds);
+}
+
+TEST(Scenario, RejectsBadInput) {
+  EXPECT_FALSE(parseScenario("name = 1\n", "t").isOk());  // no [model]
+  EXPECT_FALSE(parseScenario("[[[", "t").isOk());
+  // Too few inference nodes for the layout.
+  EXPECT_FALSE(parseScenario(scenarioText("engines=4,tp=8,ep=8", 2), "t").isOk());
+  // Unknown strategy.
+  std::string s = scenarioText("engines=2,tp=8,ep=8", 2);
+  s.replace(s.find("bucket"), 0, "names = [\"smoke\"]\n");
+  EXPECT_FALSE(parseScenario(s, "t").isOk());
+  // Missing NIC figure.
+  std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
+  t.replace(t.find("nic = "), std::string("nic = \"47.5GB/s\"").size(), "");
+  EXPECT_FALSE(parseScenario(t, "t").isOk());
+}
+
+}  // namespace
+}  // namespace tide::sim
