@@ -1,0 +1,348 @@
+// `tide sync`: plan a weight update and run it for real, K times, on a
+// transport: ranks as threads of this process, as local processes, or as
+// processes in the network namespaces of an emulated cluster
+// (--cluster emulated:nodes=N,gpus=G,nic=RATE). Every update is verified
+// bit-exact; the JSON reports step times, bytes, the plan's lower bound and
+// the ratio to it; --events / --trace write every transfer as a trace event.
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "engine/core/units.h"
+#include "engine/exec/emulated_cluster.h"
+#include "engine/exec/launcher.h"
+#include "engine/exec/rank_env.h"
+#include "engine/exec/sync_run.h"
+#include "engine/plan/lower_bound.h"
+#include "engine/transport/registry.h"
+#include "harness/command.h"
+#include "harness/workload_options.h"
+#include "traces/event_writer.h"
+
+namespace tide::harness {
+
+namespace {
+
+constexpr const char* kNetnsEnv = "TIDE_SYNC_NETNS_PREFIX";
+
+struct SyncArgs {
+  WorkloadOptions workload;
+  std::string backend = "tcp";
+  int steps = 3;
+  std::string json;
+  std::string trace;   // append events to an existing trace file
+  std::string events;  // write events to a new file
+  std::string ranks = "auto";
+  std::string inferDtype = "bf16";
+  double timeout = 120;
+  int streams = 4;
+  bool poison = false;
+  bool worker = false;
+};
+
+std::atomic<bool> gInterrupted{false};
+void onSignal(int) {
+  gInterrupted = true;
+}
+
+struct Prepared {
+  std::unique_ptr<Workload> w;
+  plan::TransferPlan plan;
+  plan::LowerBound bound;
+  bool emulated = false;
+};
+
+Result<Prepared> prepare(const SyncArgs& a) {
+  Prepared p;
+  if (a.steps < 1) return TIDE_ERROR(Code::kInvalidArgument, "--steps must be >= 1");
+  if (!(a.timeout > 0)) return TIDE_ERROR(Code::kInvalidArgument, "--timeout must be > 0");
+  if (a.inferDtype != "bf16" && a.inferDtype != "model") {
+    return TIDE_ERROR(Code::kInvalidArgument, "--infer-dtype must be bf16 or model");
+  }
+  if (a.ranks != "auto" && a.ranks != "threads" && a.ranks != "processes") {
+    return TIDE_ERROR(Code::kInvalidArgument, "--ranks must be auto, threads or processes");
+  }
+  const auto compiled = transport::compiledBackends();
+  if (std::find(compiled.begin(), compiled.end(), a.backend) == compiled.end()) {
+    std::string why = transport::whyNotCompiled(a.backend);
+    return TIDE_ERROR(Code::kInvalidArgument, "--backend " + a.backend + ": " + why);
+  }
+  if (a.backend == "nccl") {
+    return TIDE_ERROR(Code::kUnimplemented,
+                      "--backend nccl: the executor keeps weights in host memory and drives "
+                      "one-sided writes; NCCL's broadcast path (NcclTransport::broadcast) is not "
+                      "wired into it yet (see ctest -L gpu)");
+  }
+  TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(a.workload));
+  Workload& w = *p.w;
+  if (a.inferDtype == "bf16" && w.spec.inferDtype != workloads::DType::kBF16) {
+    // The executor moves bf16 shards: serve the update in bf16 (same shapes).
+    w.spec.inferDtype = workloads::DType::kBF16;
+    w.inventory = workloads::buildInventory(w.spec);
+    TIDE_ASSIGN_OR_RETURN(
+        w.base, plan::basePlan(w.inventory, w.train, w.infer,
+                               plan::Placement{w.cluster.gpusPerNode, a.workload.colocated}));
+    TIDE_ASSIGN_OR_RETURN(w.reshard, plan::planReshard(w.base));
+  }
+  TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
+  p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
+  workloads::ClusterSpec bc = w.cluster;
+  if (p.emulated) {
+    // Inside a node the emulation copies through memory and loopback, which
+    // the shaped links do not limit: the bound counts the NICs only.
+    bc.nvlinkBps = bc.pcieD2HBps = bc.pcieH2DBps = bc.hostMemBps = 1e15;
+  }
+  TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, bc));
+  return p;
+}
+
+exec::RankRunOptions runOptions(const SyncArgs& a) {
+  exec::RankRunOptions o;
+  o.steps = a.steps;
+  o.exec.timeoutSeconds = a.timeout;
+  o.exec.poisonTargets = a.poison;
+  return o;
+}
+
+transport::TransportConfig transportConfig(const SyncArgs& a) {
+  transport::TransportConfig c;
+  c.backend = a.backend;
+  c.streams = a.streams;
+  c.connectTimeoutSeconds = a.timeout;
+  c.opTimeoutSeconds = a.timeout;
+  return c;
+}
+
+Status writeEvents(const SyncArgs& a, const std::vector<traces::Event>& events) {
+  for (const std::string& file : {a.events, a.trace}) {
+    if (file.empty()) continue;
+    if (&file == &a.events) std::remove(file.c_str());  // a fresh file
+    TIDE_ASSIGN_OR_RETURN(auto wr, traces::EventWriter::open(file, 1 << 16));
+    for (const auto& e : events) TIDE_RETURN_IF_ERROR(wr->append(e));
+    TIDE_RETURN_IF_ERROR(wr->flush());
+  }
+  return Status::ok();
+}
+
+Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::StepStats>& steps,
+              const std::string& mode) {
+  nlohmann::json j;
+  j["schema"] = "tide.sync/1";
+  j["strategy"] = p.plan.strategy;
+  j["backend"] = a.backend;
+  j["model"] = p.w->spec.name;
+  j["scale"] = a.workload.scale;
+  j["train"] = p.w->train.toString();
+  j["infer"] = p.w->infer.toString();
+  j["infer_dtype"] = workloads::dtypeName(p.w->spec.inferDtype);
+  j["cluster"] = p.w->cluster.name;
+  j["ranks"] = p.plan.ranks.size();
+  j["ranks_as"] = mode;
+  j["lower_bound_seconds"] = p.bound.seconds;
+  j["bottleneck"] = p.bound.bottleneck.name;
+  j["lower_bound"] = p.bound.toJson();
+  std::vector<double> secs;
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& s : steps) {
+    secs.push_back(s.seconds);
+    arr.push_back({{"step", s.step},
+                   {"seconds", s.seconds},
+                   {"bytes", s.bytes},
+                   {"local_bytes", s.localBytes},
+                   {"gbps", s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0.0},
+                   {"verify_seconds", s.verifySeconds},
+                   {"ratio_to_bound", p.bound.ratio(s.seconds)}});
+  }
+  std::vector<double> sorted = secs;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  j["steps"] = arr;
+  j["median_step_seconds"] = median;
+  j["ratio_to_bound"] = p.bound.ratio(median);
+  j["verified"] = true;  // a step that does not verify fails the run
+  j["samples"] = {{"step_seconds", {{"values", secs}, {"unit", "s"}, {"better", "lower"}}}};
+  std::printf("sync      %s over %s, %zu ranks (%s), %s per update\n", p.plan.strategy.c_str(),
+              a.backend.c_str(), p.plan.ranks.size(), mode.c_str(),
+              formatBytes(steps.front().bytes).c_str());
+  for (const auto& s : steps) {
+    std::printf("step %-4d %.3f s  %.4f GB/s  ratio to bound %.2f  verified (%.2f s)\n", s.step,
+                s.seconds, s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0.0,
+                p.bound.ratio(s.seconds), s.verifySeconds);
+  }
+  std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
+              p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
+  if (a.json.empty()) return Status::ok();
+  std::ofstream out(a.json);
+  out << j.dump(2) << "\n";
+  if (!out) return TIDE_ERROR(Code::kInternal, "cannot write " + a.json);
+  return Status::ok();
+}
+
+std::vector<std::string> workerArgv(const SyncArgs& a) {
+  const WorkloadOptions& o = a.workload;
+  std::vector<std::string> v = {"/proc/self/exe", "sync",
+                                "--model",        o.model,
+                                "--scale",        std::to_string(o.scale),
+                                "--train",        o.train,
+                                "--infer",        o.infer,
+                                "--cluster",      o.cluster,
+                                "--strategy",     o.strategy,
+                                "--bucket",       o.bucket,
+                                "--chunk",        o.chunk,
+                                "--channels",     std::to_string(o.channels),
+                                "--fp8-block",    std::to_string(o.fp8Block),
+                                "--backend",      a.backend,
+                                "--steps",        std::to_string(a.steps),
+                                "--infer-dtype",  a.inferDtype,
+                                "--timeout",      std::to_string(a.timeout),
+                                "--streams",      std::to_string(a.streams),
+                                "--worker"};
+  if (o.roundRobin) v.push_back("--round-robin");
+  if (o.colocated) v.push_back("--colocated");
+  if (a.poison) v.push_back("--poison");
+  for (auto [flag, val] : {std::pair{"--json", a.json}, std::pair{"--trace", a.trace},
+                           std::pair{"--events", a.events}}) {
+    if (!val.empty()) {
+      v.push_back(flag);
+      v.push_back(val);
+    }
+  }
+  // /proc/self/exe is resolved by the launcher's execvp in the child.
+  char path[4096];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n > 0) v[0] = std::string(path, static_cast<size_t>(n));
+  return v;
+}
+
+// One rank of a multi-process run (started by the launcher).
+void runWorker(const SyncArgs& a) {
+  auto p = orThrow(prepare(a));
+  auto env = orThrow(exec::readRankEnv());
+  if (static_cast<size_t>(env.worldSize) != p.plan.ranks.size()) {
+    throw StatusError(TIDE_ERROR(
+        Code::kInvalidArgument, "launched with " + std::to_string(env.worldSize) +
+                                    " ranks; the plan has " + std::to_string(p.plan.ranks.size())));
+  }
+  transport::TransportConfig c = transportConfig(a);
+  c.rank = env.rank;
+  c.worldSize = env.worldSize;
+  if (const char* prefix = std::getenv(kNetnsEnv)) {
+    const int node = static_cast<int>(p.plan.ranks[env.rank].node);
+    orThrow(exec::enterNamespace(exec::EmulatedCluster::nodeNamespace(prefix, node)));
+    c.listenAddress = exec::EmulatedCluster::nodeAddress(node);
+  }
+  auto store = orThrow(exec::connectStore(env, a.timeout));
+  PrefixStore transportStore(*store, "transport/");
+  PrefixStore execStore(*store, "exec/");
+  c.store = &transportStore;
+  auto t = orThrow(transport::createTransport(c));
+  auto layouts = orThrow(exec::RankLayout::buildAll(p.plan));
+  workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
+  traces::MemoryEventSink events;
+  exec::RankRunOptions o = runOptions(a);
+  o.gatherEvents = true;
+  auto steps = orThrow(
+      exec::runRank(p.plan, layouts, weights, *t, execStore, o, env.rank == 0 ? &events : nullptr));
+  if (env.rank != 0) return;
+  orThrow(writeEvents(a, events.events()));
+  const char* prefix = std::getenv(kNetnsEnv);
+  orThrow(report(a, p, steps, prefix ? "processes in network namespaces" : "processes"));
+}
+
+void runSync(const SyncArgs& a) {
+  if (a.worker) return runWorker(a);
+  auto p = orThrow(prepare(a));
+  const bool processes = p.emulated || a.ranks == "processes";
+  if (p.emulated && a.ranks == "threads") {
+    throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
+                                 "an emulated cluster runs its ranks as processes "
+                                 "(drop --ranks threads)"));
+  }
+  if (!processes) {
+    workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
+    traces::MemoryEventSink events;
+    bool wantEvents = !a.events.empty() || !a.trace.empty();
+    auto steps = orThrow(exec::runThreads(p.plan, weights, transportConfig(a), runOptions(a),
+                                          wantEvents ? &events : nullptr));
+    orThrow(writeEvents(a, events.events()));
+    orThrow(report(a, p, steps, "threads"));
+    return;
+  }
+  exec::LaunchOptions lo;
+  lo.ranks = static_cast<int>(p.plan.ranks.size());
+  lo.command = workerArgv(a);
+  std::unique_ptr<exec::EmulatedCluster> cluster;
+  struct sigaction sa {
+  }, oldInt{}, oldTerm{};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &oldInt);
+  sigaction(SIGTERM, &sa, &oldTerm);
+  auto restore = [&] {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+  };
+  if (p.emulated) {
+    const int nodes = plan::nodesNeeded(p.plan, p.w->cluster.gpusPerNode);
+    auto c = exec::EmulatedCluster::create(nodes, p.w->cluster.nicBps * p.w->cluster.nicsPerNode);
+    if (!c.isOk()) {
+      restore();
+      throw StatusError(c.status());
+    }
+    cluster = std::move(*c);
+    lo.masterAddr = exec::EmulatedCluster::hostAddress();
+    lo.env[kNetnsEnv] = cluster->prefix();
+  }
+  Result<int> code = 130;
+  if (!gInterrupted) code = exec::launch(lo);
+  if (cluster) {
+    Status s = cluster->teardown();
+    if (!s.isOk()) std::fprintf(stderr, "tide: warning: teardown: %s\n", s.toString().c_str());
+  }
+  restore();
+  const int rc = orThrow(std::move(code));
+  if (rc != 0) {
+    throw StatusError(TIDE_ERROR(Code::kInternal, "sync failed: a rank exited with status " +
+                                                      std::to_string(rc) + " (see its output)"));
+  }
+}
+
+}  // namespace
+
+void addSyncCommand(CLI::App& app) {
+  auto a = std::make_shared<SyncArgs>();
+  auto* cmd = app.add_subcommand("sync", "run weight updates for real and verify them bit-exact");
+  a->workload.cluster = "emulated:nodes=8,gpus=4,nic=200Mbps,nics=1";
+  a->workload.addTo(cmd);
+  cmd->add_option("--backend", a->backend, "tcp | shm | rdma | nccl")->capture_default_str();
+  cmd->add_option("--steps", a->steps, "weight updates to run")->capture_default_str();
+  cmd->add_option("--json", a->json, "write the result (schema tide.sync/1)");
+  cmd->add_option("--trace", a->trace, "append transfer events to this trace file");
+  cmd->add_option("--events", a->events, "write transfer events to a new trace file");
+  cmd->add_option("--ranks", a->ranks, "auto | threads | processes")->capture_default_str();
+  cmd->add_option("--infer-dtype", a->inferDtype, "bf16 (default) | model")->capture_default_str();
+  cmd->add_option("--timeout", a->timeout, "seconds without progress before a rank fails")
+      ->capture_default_str();
+  cmd->add_option("--streams", a->streams, "tcp connections / rdma QPs per peer")
+      ->capture_default_str();
+  cmd->add_flag("--poison", a->poison, "start inference shards from a poison pattern");
+  cmd->add_flag("--worker", a->worker, "internal: one rank of a launched run")
+      ->group("");  // hidden
+  cmd->callback([a] { runSync(*a); });
+
+  auto* cl = app.add_subcommand("cluster", "emulated cluster housekeeping");
+  cl->require_subcommand(1);
+  auto* clean = cl->add_subcommand("cleanup", "remove namespaces and links left by killed runs");
+  clean->callback([] {
+    const int n = orThrow(exec::EmulatedCluster::cleanupAll());
+    std::printf("removed %d leftover namespaces/links\n", n);
+  });
+}
+
+}  // namespace tide::harness

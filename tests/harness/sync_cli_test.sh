@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `tide sync` end to end on a tiny Kimi-K2-shaped model: ranks as threads and
+# as launched processes, both strategies, JSON checked; bad flags give one
+# error line and a non-zero exit.
+set -u
+TIDE=$1
+PY=/usr/bin/python3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+small=(--model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
+       --cluster h100-ib-8x400:nodes=1 --bucket 64KiB --chunk 16KiB --streams 1 --timeout 60)
+
+check_json() {  # file strategy steps
+  "$PY" - "$@" <<'PYEOF' || fail "json $1"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["schema"] == "tide.sync/1", j
+assert j["strategy"] == sys.argv[2], j["strategy"]
+assert j["verified"] is True
+assert len(j["steps"]) == int(sys.argv[3])
+assert all(s["seconds"] > 0 and s["bytes"] > 0 for s in j["steps"])
+assert j["lower_bound_seconds"] > 0 and j["ratio_to_bound"] > 0
+assert j["samples"]["step_seconds"]["values"] == [s["seconds"] for s in j["steps"]]
+PYEOF
+}
+
+for s in p2p broadcast; do
+  "$TIDE" sync "${small[@]}" --strategy $s --steps 2 --poison --json "$dir/t_$s.json" \
+      --events "$dir/t_$s.h5" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "threads $s"; }
+  check_json "$dir/t_$s.json" $s 2
+  [ -s "$dir/t_$s.h5" ] || fail "no events file"
+  "$TIDE" sync "${small[@]}" --strategy $s --steps 1 --ranks processes --backend shm \
+      --json "$dir/p_$s.json" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "processes $s"; }
+  check_json "$dir/p_$s.json" $s 1
+done
+
+bad() {  # expected-substring args...
+  local want=$1; shift
+  "$TIDE" sync "${small[@]}" "$@" > "$dir/out" 2>&1 && fail "accepted: $*"
+  [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "not one line: $*"; }
+  grep -q -- "$want" "$dir/out" || { cat "$dir/out"; fail "no '$want' for: $*"; }
+}
+bad "carrier" --backend carrier
+bad "steps" --steps 0
+bad "broadcast, p2p" --strategy pigeon
+bad "ranks" --ranks lots
+bad "infer-dtype" --infer-dtype fp4
+bad "FP8" --infer-dtype model
+bad "tp=" --train tp=3,pp=2,ep=2
+echo "PASS"
