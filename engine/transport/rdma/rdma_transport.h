@@ -14,6 +14,13 @@
 // read-after-write and write-after-read hold across QPs and devices (RC
 // orders one QP only, and IBV_SEND_FENCE orders reads within one QP only),
 // and a notification arrives only after all data before it is in place.
+//
+// Access checks: a request is refused at submit, before anything reaches the
+// NIC, unless its descriptor matches what the target published when it
+// registered the region (key, base, rkeys; bounds from the published size) and
+// the region is still registered (region_registry.h has the trust model).
+// A remote access error on a checked region means the target's registration
+// vanished: kNotFound if it deregistered, kUnavailable if it exited.
 
 #include <memory>
 #include <vector>
