@@ -70,8 +70,13 @@ Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
     p.tensors.push_back(TensorInfo{static_cast<uint32_t>(t), s.name, s.shape, s.trainDtype,
                                    s.inferDtype, s.fp8Block});
   }
+  std::vector<std::vector<workloads::Shard>> trainSh(nt), inferSh(ni);
+  size_t total = 0;
+  for (int r = 0; r < nt; ++r) total += (trainSh[r] = workloads::trainShards(inv, train, r)).size();
+  for (int r = 0; r < ni; ++r) total += (inferSh[r] = workloads::inferShards(inv, infer, r)).size();
+  p.holdings.reserve(total + total / 4);  // room for staging replicas added later
   for (int r = 0; r < nt; ++r) {
-    for (const auto& sh : workloads::trainShards(inv, train, r)) {
+    for (const auto& sh : trainSh[r]) {
       TIDE_ASSIGN_OR_RETURN(RegionBox b, RegionBox::from(sh.box));
       if (b.empty()) continue;
       p.holdings.push_back(Holding{static_cast<uint32_t>(r), Space::kTrain, sh.tensor, b,
@@ -79,7 +84,7 @@ Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
     }
   }
   for (int r = 0; r < ni; ++r) {
-    for (const auto& sh : workloads::inferShards(inv, infer, r)) {
+    for (const auto& sh : inferSh[r]) {
       TIDE_ASSIGN_OR_RETURN(RegionBox b, RegionBox::from(sh.box));
       if (b.empty()) continue;
       p.holdings.push_back(Holding{static_cast<uint32_t>(nt + r), Space::kInfer, sh.tensor, b,

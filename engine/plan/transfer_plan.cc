@@ -195,6 +195,7 @@ Status TransferPlan::validate() const {
   }
   // Inference-shard writes as (rank << 32 | tensor, box), for the exactly-once check.
   std::vector<std::pair<uint64_t, RegionBox>> written;
+  written.reserve(holdings.size());
   for (size_t i = 0; i < moves.size(); ++i) {
     const Move& m = moves[i];
     if (m.src >= ranks.size() || m.dst >= ranks.size()) return bad(where(i, m) + ": unknown rank");

@@ -134,6 +134,8 @@ Result<plan::TransferPlan> BroadcastStrategy::makePlan(const SyncProblem& pr) co
     }
   }
 
+  // Rough size: one keep move per inference shard, plus gathers and hops.
+  p.moves.reserve(base.holdings.size() + base.holdings.size() / 2);
   std::vector<uint64_t> sent(base.ranks.size(), 0);
   std::vector<std::vector<Entry>> entries(numTensors);
   for (uint32_t s = 0; s < pp; ++s) {

@@ -90,6 +90,8 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
     if (h.space == Space::kTrain) shard[(static_cast<uint64_t>(h.rank) << 32) | h.tensor] = h.box;
   }
   std::vector<std::pair<uint64_t, RegionBox>> ordered(staging.begin(), staging.end());
+  p.moves.reserve(ordered.size() + asg.source.size());
+  p.holdings.reserve(p.holdings.size() + ordered.size());
   std::sort(ordered.begin(), ordered.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   for (auto& [key, box] : ordered) {
@@ -121,7 +123,6 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
     m.bucket = buckets[tensor];
     p.addMove(m);
   }
-  p.moves.reserve(p.moves.size() + asg.source.size());
   for (size_t i = 0; i < rs.pieces.size(); ++i) {
     const auto& piece = rs.pieces[i];
     const auto dst = rs.targetsOf(piece);

@@ -180,19 +180,36 @@ double boundOf(const Env& s, bool roundRobin) {
   return orThrow(plan::lowerBound(p, s.cluster)).seconds;
 }
 
-// Kimi-K2-shaped (the published layouts, hidden dims scaled down): the
-// balanced assignment's bound must beat round-robin's.
+// Kimi-K2-shaped layouts (the published ones, hidden dims scaled down). With
+// EP32/ETP1/EDP1 every expert has exactly one source, so on the published
+// disaggregated placement both assignments share the same (expert-bound)
+// NIC load; the choice matters where bytes are replicated: colocated ranks
+// (NVLink beats the NIC) and expert data parallelism (EDP > 1).
 TEST(Strategy, P2pBalancedBeatsRoundRobinOnKimiShapes) {
-  for (int nics : {8, 4}) {
-    SCOPED_TRACE("nics per node " + std::to_string(nics));
-    Env s("kimi-k2", 16, "tp=8,pp=8,cp=4,ep=32", "engines=8,tp=32,ep=32,dp_attn=8", h100(64, nics));
+  struct Variant {
+    const char* train;
+    bool colocated;
+    int nics;
+    bool mustWin;
+  };
+  const Variant variants[] = {
+      {"tp=8,pp=8,cp=4,ep=32", false, 8, false},
+      {"tp=8,pp=8,cp=4,ep=32", true, 8, true},
+      {"tp=8,pp=8,cp=4,ep=8", false, 4, true},
+  };
+  for (const auto& v : variants) {
+    SCOPED_TRACE(std::string(v.train) + (v.colocated ? " colocated" : " disaggregated") + " nics " +
+                 std::to_string(v.nics));
+    Env s("kimi-k2", 16, v.train, "engines=8,tp=32,ep=32,dp_attn=8",
+          h100(v.colocated ? 32 : 64, v.nics), v.colocated);
     const double balanced = boundOf(s, false);
     const double rr = boundOf(s, true);
-    RecordProperty("balanced_s_nics" + std::to_string(nics), std::to_string(balanced));
-    RecordProperty("round_robin_s_nics" + std::to_string(nics), std::to_string(rr));
-    std::printf("nics=%d balanced %.6f s, round-robin %.6f s (%.3fx)\n", nics, balanced, rr,
-                rr / balanced);
-    EXPECT_LT(balanced, rr);
+    std::printf("%s%s nics=%d: balanced %.6f s, round-robin %.6f s (%.3fx)\n", v.train,
+                v.colocated ? " colocated" : "", v.nics, balanced, rr, rr / balanced);
+    EXPECT_LE(balanced, rr * (1 + 1e-12));
+    if (v.mustWin) {
+      EXPECT_LT(balanced, rr * 0.95);
+    }
   }
 }
 
