@@ -263,20 +263,20 @@ TEST_F(DiskDeltaTest, DamagedManifestHidesItsVersion) {
   EXPECT_EQ(t, history_[0][1]);
 }
 
-// The child writes versions 0..2 committed, then version 3 through a 1 MB/s
+// The child writes versions 0..2 committed, then version 3 through a 250 kB/s
 // cap, and is killed with SIGKILL while writing it.
 TEST_F(DiskDeltaTest, WriterKilledMidStepLeavesLastCommittedVersion) {
   init();
   pid_t pid = ::fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
-    TokenBucket slow(1e6, 64 << 10);
+    TokenBucket slow(250e3, 64 << 10);
     for (uint64_t v = 0; v <= 3; ++v) {
       if (v > 0)
         for (auto& m : models_) m.step();
       if (v == 3) {
         opt_.io.cap = &slow;
-        opt_.baseEvery = 1;  // a full base: ~200 KB, a fraction of a second at 1 MB/s
+        opt_.baseEvery = 1;  // a full base: ~200 KB, over half a second at 250 kB/s
         writers_[0] = DiskDeltaWriter(opt_, 0, models_[0].slice());
       }
       std::vector<DiskDeltaFile> recs;
