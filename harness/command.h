@@ -17,5 +17,6 @@ void addSimCommand(CLI::App& app);
 void addValidateCommand(CLI::App& app);
 void addTraceCommand(CLI::App& app);
 void addSyncCommand(CLI::App& app);
+void addReproduceCommand(CLI::App& app);
 
 }  // namespace tide::harness

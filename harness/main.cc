@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   tide::harness::addValidateCommand(app);
   tide::harness::addTraceCommand(app);
   tide::harness::addSyncCommand(app);
+  tide::harness::addReproduceCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

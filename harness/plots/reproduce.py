@@ -1,0 +1,183 @@
+#!/usr/bin/python3
+"""Figures of `tide reproduce`, read only from its results.h5.
+
+usage: /usr/bin/python3 harness/plots/reproduce.py results.h5 OUT_DIR
+
+Prints one line "figure <file.png>\\t<caption>" per figure written; a figure
+whose runs are missing (skipped or failed parts) is not made.
+"""
+import json
+import sys
+
+import h5py
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+
+DPI = 80
+MAX_SEGMENTS = 200_000  # per panel; beyond that events are sampled evenly
+
+
+def text(v):
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def run_ok(f, name):
+    return f"runs/{name}" in f and text(f[f"runs/{name}"].attrs["status"]) == "ok"
+
+
+def document(f, name, label="result"):
+    path = f"runs/{name}/documents/{label}"
+    if not run_ok(f, name) or path not in f:
+        return None
+    return json.loads(text(f[path][0]))
+
+
+def events(f, name):
+    """(label, columns) for every event table of a run."""
+    out = []
+    base = f"runs/{name}/events"
+    if not run_ok(f, name) or base not in f:
+        return out
+    for label in f[base]:
+        g = f[f"{base}/{label}/events"]
+        names = text(g.attrs["path_names"]).split(",")
+        cols = {k: g[k][()] for k in ("t_start", "t_end", "src", "dst", "bytes", "path")}
+        cols["path_names"] = names
+        out.append((label, cols))
+    return out
+
+
+def timeline(f, runs, title, fname, out):
+    panels = []
+    for name in runs:
+        for label, cols in events(f, name):
+            if len(cols["t_start"]):
+                panels.append((f"{label} ({name})", cols))
+    if not panels:
+        return None
+    fig, axes = plt.subplots(len(panels), 1, figsize=(10, 2.6 * len(panels)), squeeze=False)
+    tmax = max(float(np.max(c["t_end"])) for _, c in panels)
+    cmap = plt.get_cmap("tab10")
+    for ax, (label, c) in zip(axes[:, 0], panels):
+        n = len(c["t_start"])
+        idx = np.arange(n)
+        if n > MAX_SEGMENTS:
+            idx = np.linspace(0, n - 1, MAX_SEGMENTS).astype(int)
+        rank = np.where(c["src"][idx] >= 0, c["src"][idx], c["dst"][idx]).astype(float)
+        paths = c["path"][idx]
+        for p in np.unique(paths):
+            m = paths == p
+            segs = np.stack([np.stack([c["t_start"][idx][m], rank[m]], 1),
+                             np.stack([c["t_end"][idx][m], rank[m]], 1)], 1)
+            ax.add_collection(LineCollection(segs, colors=[cmap(int(p) % 10)], linewidths=1.5,
+                                             label=c["path_names"][int(p)]))
+        ax.set_xlim(0, tmax * 1.02)
+        ax.set_ylim(-1, max(1.0, float(rank.max()) + 1))
+        ax.set_ylabel("rank (source)")
+        ax.set_title(f"{label}: {n} transfers, {float(np.max(c['t_end'])):.3g} s", fontsize=9)
+        ax.legend(loc="upper right", fontsize=7)
+    axes[-1, 0].set_xlabel("time (s)")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(f"{out}/{fname}", dpi=DPI)
+    plt.close(fig)
+    return fname
+
+
+def sweep(f, out):
+    doc = document(f, "sim_sweep")
+    if not doc or not doc.get("points"):
+        return None
+    axes_ = sorted({p["axis"] for p in doc["points"]})
+    fig, axes = plt.subplots(1, len(axes_), figsize=(4 * len(axes_), 3.4), squeeze=False)
+    for ax, a in zip(axes[0], axes_):
+        pts = sorted((p["value"], p["p2p_over_broadcast"]) for p in doc["points"] if p["axis"] == a)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-")
+        ax.axhline(1.0, color="grey", ls="--", lw=1)
+        ax.set_xlabel(a)
+        ax.set_ylabel("p2p time / broadcast time")
+    fig.suptitle("Kimi-K2, simulated: p2p / broadcast (below 1: p2p wins)")
+    fig.tight_layout()
+    fig.savefig(f"{out}/sweep.png", dpi=DPI)
+    plt.close(fig)
+    return "sweep.png"
+
+
+def bars(f, out):
+    labels, vals, refs, refnames = [], [], [], []
+    for b in ("tcp", "shm", "rdma"):
+        d = document(f, f"transport_{b}")
+        if not d:
+            continue
+        labels.append(b)
+        vals.append(d["gbps"]["median"])
+        ref = d.get("reference", {})
+        refs.append(ref.get("gbps", {}).get("median", 0) if isinstance(ref.get("gbps"), dict) else 0)
+        refnames.append(ref.get("name", ""))
+    if not labels:
+        return None
+    x = np.arange(len(labels))
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.bar(x - 0.2, vals, 0.4, label="tide")
+    ax.bar(x + 0.2, refs, 0.4, label="reference")
+    ax.set_xticks(x, [f"{l}\n(vs {r})" for l, r in zip(labels, refnames)])
+    ax.set_ylabel("GB/s (1e9 B/s), median")
+    ax.legend()
+    ax.set_title("Transport WRITE bandwidth beside its reference")
+    fig.tight_layout()
+    fig.savefig(f"{out}/transport.png", dpi=DPI)
+    plt.close(fig)
+    return "transport.png"
+
+
+def rollout(f, out):
+    d = document(f, "rollout")
+    if not d:
+        return None
+    paths = d.get("paths")
+    if isinstance(paths, dict):
+        paths = paths.get("paths")
+    if not paths:
+        return None
+    pts = [(p["path"], p["gbps_median"]) for p in paths if "gbps_median" in p]
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    ax.bar([p[0] for p in pts], [p[1] for p in pts])
+    ax.set_ylabel("GB/s (1e9 B/s), median")
+    ax.set_title("Rollout batch: transfer paths side by side")
+    fig.tight_layout()
+    fig.savefig(f"{out}/rollout.png", dpi=DPI)
+    plt.close(fig)
+    return "rollout.png"
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    out = sys.argv[2]
+    with h5py.File(sys.argv[1], "r") as f:
+        made = [
+            (timeline(f, ["sim_kimi_broadcast", "sim_kimi_p2p"], "Kimi-K2 weight update, simulated: every transfer per rank",
+                      "timeline_sim.png", out), "Timeline per rank, simulated Kimi-K2: broadcast vs p2p"),
+            (timeline(f, ["sync_emulated_broadcast", "sync_emulated_p2p"],
+                      "Real weight update on the emulated cluster: every transfer per rank",
+                      "timeline_emulated.png", out), "Timeline per rank, real run on the emulated cluster"),
+            (timeline(f, ["sync_threads_broadcast", "sync_threads_p2p"],
+                      "Real weight update (ranks as threads): every transfer per rank",
+                      "timeline_sync.png", out), "Timeline per rank, real run (ranks as threads): broadcast vs p2p"),
+            (sweep(f, out), "Simulated sweep: p2p / broadcast"),
+            (bars(f, out), "Transport bandwidth beside its reference"),
+            (rollout(f, out), "Rollout data plane paths"),
+        ]
+    for fname, caption in made:
+        if fname:
+            print(f"figure {fname}\t{caption}")
+
+
+if __name__ == "__main__":
+    main()

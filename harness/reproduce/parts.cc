@@ -1,0 +1,213 @@
+// The reproduction set: what `tide reproduce` runs, quick and full.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "harness/reproduce/part.h"
+
+namespace tide::harness::reproduce {
+
+namespace {
+
+bool isFile(const std::string& p) {
+  struct stat st {};
+  return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string dirOf(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+// Why the emulated cluster (network namespaces, tc shaping) cannot run here.
+std::string netnsSkipReason() {
+  if (geteuid() != 0) return "needs root to create network namespaces";
+  if (std::system("command -v ip >/dev/null 2>&1 && command -v tc >/dev/null 2>&1") != 0) {
+    return "needs iproute2 (ip, tc)";
+  }
+  if (std::system("ip netns add tdrp-probe >/dev/null 2>&1 && ip netns del tdrp-probe") != 0) {
+    return "cannot create network namespaces here";
+  }
+  return "";
+}
+
+// Tiny Kimi-K2-shaped model: the real executor moves every byte and verifies it.
+const std::vector<std::string> kSmallSync = {
+    "--model",   "tiny-moe", "--train", "tp=2,pp=2,ep=2", "--infer",   "engines=2,tp=2,ep=2",
+    "--bucket",  "64KiB",    "--chunk", "16KiB",          "--streams", "1",
+    "--timeout", "120"};
+
+}  // namespace
+
+std::string commandLine(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    bool plain = !a.empty() && a.find_first_of(" \t\"'$\\*?;&|<>()") == std::string::npos;
+    s += plain ? a : "'" + a + "'";
+  }
+  return s;
+}
+
+std::vector<Part> reproductionSet(const SetOptions& o) {
+  std::vector<Part> parts;
+  const std::string& T = o.tide;
+  const std::string d = o.partDir + "/";
+  const std::string scenario = o.source + "/scenarios/kimi-k2-miles.toml";
+  const std::string buildDir = dirOf(T);
+  const bool q = o.quick;
+
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string n = std::string("sim_kimi_") + s;
+    parts.push_back({n,
+                     std::string("Kimi-K2 weight update, simulated: ") + s,
+                     {T, "sim", "--scenario", scenario, "--strategy", s, "--json", d + n + ".json",
+                      "--events", d + n + "_events.h5"},
+                     15,
+                     600,
+                     "",
+                     {{"result", d + n + ".json"}},
+                     {{s, d + n + "_events.h5"}}});
+  }
+  parts.push_back({"sim_sweep",
+                   "Kimi-K2 p2p/broadcast ratio, swept over inference EP, nodes, NIC",
+                   {T, "sim", "sweep", "--scenario", scenario, "--ep", q ? "16,32" : "8,16,32,64",
+                    "--nodes", q ? "8,16" : "8,16,32", "--nic-gbps", q ? "25,50" : "12.5,25,50",
+                    "--json", d + "sim_sweep.json", "--csv", d + "sim_sweep.csv"},
+                   q ? 90.0 : 240.0,
+                   1200,
+                   "",
+                   {{"result", d + "sim_sweep.json"}},
+                   {}});
+  parts.push_back({"sim_rl",
+                   "RL steps, synchronous vs fully asynchronous (simulated)",
+                   {T, "sim", "rl", "--scenario", scenario, "--mode", "both", "--staleness", "2",
+                    "--json", d + "sim_rl.json"},
+                   20,
+                   600,
+                   "",
+                   {{"result", d + "sim_rl.json"}},
+                   {}});
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string n = std::string("plan_kimi_") + s;
+    parts.push_back({n,
+                     std::string("Kimi-K2 transfer plan and its lower bound: ") + s,
+                     {T, "plan", "--model", "kimi-k2", "--train", "tp=8,pp=8,cp=4,ep=32", "--infer",
+                      "engines=8,tp=32,ep=32,dp_attn=8", "--cluster", "h100-ib-8x400", "--strategy",
+                      s, "--json", d + n + ".json"},
+                     20,
+                     600,
+                     "",
+                     {{"result", d + n + ".json"}},
+                     {}});
+  }
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string n = std::string("sync_threads_") + s;
+    Part p{n,
+           std::string("real weight update, ranks as threads (tcp loopback): ") + s,
+           {T, "sync"},
+           20,
+           300,
+           "",
+           {{"result", d + n + ".json"}},
+           {{s, d + n + "_events.h5"}}};
+    p.argv.insert(p.argv.end(), kSmallSync.begin(), kSmallSync.end());
+    for (const auto& a : std::vector<std::string>{
+             "--cluster", "h100-ib-8x400:nodes=1", "--strategy", s, "--steps", q ? "3" : "9",
+             "--json", d + n + ".json", "--events", d + n + "_events.h5"}) {
+      p.argv.push_back(a);
+    }
+    parts.push_back(std::move(p));
+  }
+  const std::string netns = netnsSkipReason();
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string n = std::string("sync_emulated_") + s;
+    Part p{n,
+           std::string("real weight update on the emulated cluster (netns, shaped links): ") + s,
+           {T, "sync"},
+           40,
+           600,
+           netns,
+           {{"result", d + n + ".json"}},
+           {{s, d + n + "_events.h5"}}};
+    p.argv.insert(p.argv.end(), kSmallSync.begin(), kSmallSync.end());
+    for (const auto& a : std::vector<std::string>{
+             "--cluster", "emulated:nodes=4,gpus=2,nic=400Mbps,nics=1", "--strategy", s, "--steps",
+             q ? "2" : "5", "--json", d + n + ".json", "--events", d + n + "_events.h5"}) {
+      p.argv.push_back(a);
+    }
+    parts.push_back(std::move(p));
+  }
+  parts.push_back(
+      {"trace_gen",
+       "RL step trace: routing, per-tensor sparse changes, rollout",
+       {T, "trace", "gen", "--model", q ? "tiny-moe" : "kimi-k2", "--scale", q ? "1" : "64",
+        "--steps", q ? "3" : "5", "--threads", "2", "--out", d + "trace.h5"},
+       q ? 15.0 : 120.0,
+       900,
+       "",
+       {},
+       {}});
+  parts.push_back({"trace_info",
+                   "sparse-delta figures of the generated trace",
+                   {T, "trace", "info", d + "trace.h5"},
+                   5,
+                   120,
+                   "",
+                   {},
+                   {}});
+  {
+    std::string bench = buildDir + "/bench/tide_bench_delta";
+    parts.push_back(
+        {"delta_bench",
+         "sparse delta codec: encode/apply (Google Benchmark)",
+         {bench, "--benchmark_repetitions=" + std::string(q ? "3" : "9"),
+          "--benchmark_min_time=0.05", q ? "--benchmark_filter=/(10|100)$" : "--benchmark_filter=.",
+          "--benchmark_out_format=json", "--benchmark_out=" + d + "delta_bench.json"},
+         q ? 40.0 : 150.0,
+         900,
+         isFile(bench)
+             ? ""
+             : "tide_bench_delta not built (cmake --build <dir> --target tide_bench_delta)",
+         {{"result", d + "delta_bench.json"}},
+         {}});
+  }
+  parts.push_back(
+      {"rollout",
+       "rollout data plane: raw, tide, padded, copy paths side by side",
+       {T, "rollout", "--backend", "shm", "--reps", q ? "3" : "9", "--json", d + "rollout.json"},
+       30,
+       600,
+       "",
+       {{"result", d + "rollout.json"}},
+       {}});
+  for (const char* b : {"tcp", "shm"}) {
+    std::string n = std::string("transport_") + b;
+    parts.push_back(
+        {n,
+         std::string("transport ") + b + (std::string(b) == "tcp" ? " vs iperf3" : " vs memcpy"),
+         {T, "bench", "transport", "--backend", b, "--size", q ? "256MiB" : "1GiB", "--block",
+          "4MiB", "--streams", "4", "--repetitions", q ? "3" : "9", "--json", d + n + ".json"},
+         q ? 30.0 : 120.0,
+         600,
+         "",
+         {{"result", d + n + ".json"}},
+         {}});
+  }
+  parts.push_back(
+      {"transport_rdma",
+       "transport rdma vs ib_write_bw (SoftRoCE)",
+       {o.source + "/scripts/softroce-bench.sh", "--build", buildDir, "--reps", q ? "3" : "5",
+        "--json", d + "transport_rdma.json"},
+       600,
+       1500,
+       q ? "quick set: the SoftRoCE guest boots a VM (several minutes); run without --quick" : "",
+       {{"result", d + "transport_rdma.json"}},
+       {}});
+  return parts;
+}
+
+}  // namespace tide::harness::reproduce

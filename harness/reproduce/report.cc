@@ -1,0 +1,358 @@
+#include "harness/reproduce/report.h"
+
+#include <fmt/format.h>
+#include <sys/utsname.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "traces/results_file.h"
+
+namespace tide::harness::reproduce {
+
+namespace {
+
+std::string readText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+nlohmann::json readJson(const std::string& path) {
+  std::string text = readText(path);
+  if (text.empty()) return nullptr;
+  return nlohmann::json::parse(text, nullptr, false);  // discarded on error
+}
+
+// A number at a JSON pointer, or NaN-free "absent".
+bool num(const nlohmann::json& j, const char* ptr, double* out) {
+  if (!j.is_object()) return false;
+  nlohmann::json::json_pointer p(ptr);
+  if (!j.contains(p) || !j.at(p).is_number()) return false;
+  *out = j.at(p).get<double>();
+  return true;
+}
+
+std::string runOutput(const char* cmd) {
+  std::string out;
+  if (FILE* f = popen(cmd, "r")) {
+    char buf[512];
+    while (fgets(buf, sizeof buf, f)) out += buf;
+    pclose(f);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+const RunRecord* findRun(const ReportInput& in, const std::string& name) {
+  for (const auto& r : in.runs) {
+    if (r.part.name == name) return &r;
+  }
+  return nullptr;
+}
+
+nlohmann::json docOf(const ReportInput& in, const std::string& name) {
+  const RunRecord* r = findRun(in, name);
+  if (!r || r->result.status != "ok" || r->part.documents.empty()) return nullptr;
+  return readJson(r->part.documents[0].second);
+}
+
+std::string fmtValue(double v) {
+  if (v == 0) return "0";
+  if (v >= 100) return fmt::format("{:.1f}", v);
+  if (v >= 1) return fmt::format("{:.3f}", v);
+  return fmt::format("{:.4g}", v);
+}
+
+}  // namespace
+
+std::vector<Figure> collectFigures(const ReportInput& in) {
+  std::vector<Figure> f;
+  const char* kSim = "Kimi-K2 weight update, simulated (1T params, 256 H800 -> inference)";
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string part = std::string("sim_kimi_") + s;
+    nlohmann::json j = docOf(in, part);
+    double secs = 0, lb = 0;
+    if (!num(j, "/results/0/seconds", &secs)) continue;
+    for (const auto& [name, pub] : in.published) {
+      if (name == s)
+        f.push_back({kSim, std::string(s) + " time", "s", secs, "published", pub, part});
+    }
+    if (num(j, "/results/0/lower_bound_seconds", &lb)) {
+      f.push_back({kSim, std::string(s) + " time", "s", secs, "lower bound", lb, part});
+    }
+  }
+  {
+    double b = 0, p = 0;
+    if (num(docOf(in, "sim_kimi_broadcast"), "/results/0/seconds", &b) &&
+        num(docOf(in, "sim_kimi_p2p"), "/results/0/seconds", &p) && p > 0) {
+      double pb = 0, pp = 0;
+      for (const auto& [name, pub] : in.published) {
+        if (name == "broadcast") pb = pub;
+        if (name == "p2p") pp = pub;
+      }
+      f.push_back({kSim, "speed-up broadcast/p2p", "x", b / p, pp > 0 ? "published" : "",
+                   pp > 0 ? pb / pp : 0, "sim_kimi_p2p"});
+    }
+  }
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string part = std::string("plan_kimi_") + s;
+    nlohmann::json j = docOf(in, part);
+    double lb = 0, ps = 0;
+    if (num(j, "/lower_bound/seconds", &lb)) {
+      f.push_back({"Kimi-K2 transfer plan", std::string(s) + " lower bound", "s", lb, "", 0, part});
+    }
+    if (num(j, "/planning_seconds", &ps)) {
+      f.push_back(
+          {"Kimi-K2 transfer plan", std::string(s) + " planning time", "s", ps, "", 0, part});
+    }
+  }
+  for (const char* kind : {"threads", "emulated"}) {
+    for (const char* s : {"broadcast", "p2p"}) {
+      std::string part = std::string("sync_") + kind + "_" + s;
+      nlohmann::json j = docOf(in, part);
+      if (!j.is_object() || !j.contains("steps") || j["steps"].empty()) continue;
+      std::vector<double> secs;
+      for (const auto& st : j["steps"]) secs.push_back(st.value("seconds", 0.0));
+      std::sort(secs.begin(), secs.end());
+      double med = secs[secs.size() / 2], lb = 0;
+      num(j, "/lower_bound_seconds", &lb);
+      f.push_back({std::string("Real weight update (tiny-moe, verified bit-exact), ") + kind,
+                   std::string(s) + " step, median", "s", med, lb > 0 ? "lower bound" : "", lb,
+                   part});
+    }
+  }
+  {
+    nlohmann::json j = docOf(in, "rollout");
+    const nlohmann::json* paths = nullptr;
+    if (j.is_object()) {
+      for (const auto& key : {"paths", "side_by_side"}) {
+        if (j.contains(key) && j[key].is_object() && j[key].contains("paths"))
+          paths = &j[key]["paths"];
+        if (j.contains(key) && j[key].is_array()) paths = &j[key];
+      }
+    }
+    if (paths) {
+      double raw = 0;
+      for (const auto& p : *paths) {
+        if (p.value("path", "") == "raw") raw = p.value("gbps_median", 0.0);
+      }
+      for (const auto& p : *paths) {
+        if (!p.contains("gbps_median")) continue;
+        std::string name = p.value("path", "?");
+        if (name == "raw") continue;
+        f.push_back({"Rollout data plane (one batch, producers -> trainer)", name + " path", "GB/s",
+                     p.value("gbps_median", 0.0), raw > 0 ? "raw bytes" : "", raw, "rollout"});
+      }
+    }
+  }
+  for (const char* b : {"tcp", "shm", "rdma"}) {
+    std::string part = std::string("transport_") + b;
+    nlohmann::json j = docOf(in, part);
+    double v = 0, ref = 0;
+    if (!num(j, "/gbps/median", &v)) continue;
+    std::string refName =
+        j.is_object() && j["reference"].is_object() ? j["reference"].value("name", "") : "";
+    if (!num(j, "/reference/gbps/median", &ref)) refName.clear();
+    f.push_back({"Transport bandwidth (one-sided WRITE, loopback)", std::string(b) + " WRITE",
+                 "GB/s", v, refName, ref, part});
+  }
+  {
+    nlohmann::json j = docOf(in, "delta_bench");
+    if (j.is_object() && j.contains("benchmarks")) {
+      for (const auto& bm : j["benchmarks"]) {
+        if (bm.value("aggregate_name", "") != "median") continue;
+        std::string unit = bm.value("time_unit", "ms");
+        f.push_back({"Sparse delta codec (Google Benchmark, median)", bm.value("run_name", "?"),
+                     unit, bm.value("real_time", 0.0), "", 0, "delta_bench"});
+      }
+    }
+  }
+  return f;
+}
+
+nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& figures) {
+  nlohmann::json parts = nlohmann::json::array();
+  int failed = 0, skipped = 0;
+  for (const auto& r : in.runs) {
+    failed += r.result.status == "failed";
+    skipped += r.result.status == "skipped";
+    parts.push_back({{"name", r.part.name},
+                     {"title", r.part.title},
+                     {"status", r.result.status},
+                     {"reason", r.result.reason},
+                     {"seconds", r.result.seconds},
+                     {"command", commandLine(r.part.argv)}});
+  }
+  nlohmann::json figs = nlohmann::json::array();
+  for (const auto& x : figures) {
+    nlohmann::json j{{"group", x.group},
+                     {"name", x.name},
+                     {"unit", x.unit},
+                     {"value", x.value},
+                     {"part", x.part}};
+    if (!x.refName.empty()) {
+      j["reference"] = {{"name", x.refName}, {"value", x.refValue}};
+      j["ratio"] = x.refValue > 0 ? x.value / x.refValue : 0;
+    }
+    figs.push_back(j);
+  }
+  nlohmann::json env = nlohmann::json::object();
+  for (const auto& [k, v] : in.environment) env[k] = v;
+  return {{"schema", "tide.reproduce/1"},
+          {"quick", in.quick},
+          {"command", in.command},
+          {"started", in.started},
+          {"seconds", in.seconds},
+          {"environment", env},
+          {"failed", failed},
+          {"skipped", skipped},
+          {"parts", parts},
+          {"figures", figs}};
+}
+
+std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& figures,
+                           const std::vector<std::pair<std::string, std::string>>& pngs) {
+  std::string md;
+  md += "# tide reproduction report\n\n";
+  md += fmt::format("Set: **{}**. Command: `{}`. Started {} UTC, {:.0f} s in all.\n\n",
+                    in.quick ? "quick" : "full", in.command, in.started, in.seconds);
+  md +=
+      "Bandwidth in GB/s = 1e9 B/s. The ratio is figure / reference; every figure here was "
+      "measured or simulated in this run (references marked \"published\" come from the "
+      "scenario file). How each figure is made: docs/reproduce.md.\n\n";
+  std::vector<std::string> groups;
+  for (const auto& x : figures) {
+    if (std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
+  }
+  for (const auto& g : groups) {
+    md += "## " + g +
+          "\n\n| figure | value | unit | reference | reference value | ratio | part |\n"
+          "|---|---:|---|---|---:|---:|---|\n";
+    for (const auto& x : figures) {
+      if (x.group != g) continue;
+      std::string ref = x.refName.empty() ? "—" : x.refName;
+      std::string rv = x.refName.empty() ? "—" : fmtValue(x.refValue) + " " + x.unit;
+      std::string ratio =
+          x.refName.empty() || x.refValue <= 0 ? "—" : fmt::format("{:.3f}", x.value / x.refValue);
+      md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", x.name, fmtValue(x.value), x.unit,
+                        ref, rv, ratio, x.part);
+    }
+    md += "\n";
+  }
+  if (!pngs.empty()) {
+    md += "## Figures\n\n";
+    for (const auto& [file, caption] : pngs)
+      md += "### " + caption + "\n\n![" + caption + "](" + file + ")\n\n";
+  }
+  md += "## Parts\n\n| part | status | wall time (s) | note |\n|---|---|---:|---|\n";
+  for (const auto& r : in.runs) {
+    std::string note = r.result.reason;
+    for (auto& c : note) {
+      if (c == '|' || c == '\n') c = ' ';
+    }
+    md += fmt::format("| {} | {} | {:.1f} | {} |\n", r.part.name, r.result.status, r.result.seconds,
+                      note);
+  }
+  md +=
+      "\nCommands (each part is one subprocess; results.h5 holds their output and documents):\n\n";
+  for (const auto& r : in.runs)
+    md += "* `" + r.part.name + "`: `" + commandLine(r.part.argv) + "`\n";
+  md += "\n## Environment\n\n| key | value |\n|---|---|\n";
+  for (const auto& [k, v] : in.environment) md += "| " + k + " | " + v + " |\n";
+  return md;
+}
+
+std::vector<std::pair<std::string, std::string>> environment(const std::string& source) {
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string git = "git -C '" + source + "' ";
+  std::string rev = runOutput((git + "rev-parse HEAD 2>/dev/null").c_str());
+  if (!rev.empty() &&
+      !runOutput((git + "status --porcelain --untracked-files=no 2>/dev/null").c_str()).empty()) {
+    rev += " (modified)";
+  }
+  env.push_back({"git_revision", rev.empty() ? "unknown (not a git checkout)" : rev});
+  std::string cpu = runOutput("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'");
+  env.push_back({"cpu", cpu.empty() ? "unknown" : cpu});
+  env.push_back({"cpu_threads", std::to_string(std::thread::hardware_concurrency())});
+  env.push_back(
+      {"memory",
+       runOutput("grep -m1 MemTotal /proc/meminfo | awk '{printf \"%.1f GiB\", $2/1048576}'")});
+  struct utsname u {};
+  if (uname(&u) == 0)
+    env.push_back({"kernel", std::string(u.sysname) + " " + u.release + " " + u.machine});
+  env.push_back({"os", runOutput(". /etc/os-release 2>/dev/null && echo \"$PRETTY_NAME\"")});
+#if defined(__clang__)
+  env.push_back({"compiler", std::string("clang ") + __clang_version__});
+#elif defined(__GNUC__)
+  env.push_back({"compiler", std::string("gcc ") + __VERSION__});
+#endif
+#ifdef NDEBUG
+  env.push_back({"build", "optimized (NDEBUG)"});
+#else
+  env.push_back({"build", "debug (assertions on)"});
+#endif
+  env.push_back({"fmt", std::to_string(FMT_VERSION)});
+  env.push_back(
+      {"nlohmann_json", fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
+                                    NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH)});
+  env.push_back({"cli11", CLI11_VERSION});
+  for (const auto& [key, pkg] : std::map<std::string, std::string>{{"hdf5", "hdf5"},
+                                                                   {"zstd", "libzstd"},
+                                                                   {"xxhash", "libxxhash"},
+                                                                   {"libibverbs", "libibverbs"},
+                                                                   {"liburing", "liburing"}}) {
+    std::string v = runOutput(("pkg-config --modversion " + pkg + " 2>/dev/null").c_str());
+    if (!v.empty()) env.push_back({key, v});
+  }
+  std::string nccl = runOutput(
+      "ls /usr/local/cuda/lib64/libnccl.so.* 2>/dev/null | sed 's/.*libnccl.so.//' | sort | tail "
+      "-1");
+  if (!nccl.empty()) env.push_back({"nccl", nccl});
+  std::string py = runOutput(
+      "/usr/bin/python3 -c 'import "
+      "numpy,h5py,matplotlib;print(numpy.__version__,h5py.__version__,matplotlib.__version__)' "
+      "2>/dev/null");
+  if (!py.empty()) env.push_back({"numpy h5py matplotlib", py});
+  std::string iperf = runOutput("iperf3 --version 2>/dev/null | head -1");
+  if (!iperf.empty()) env.push_back({"iperf3", iperf});
+  return env;
+}
+
+Status writeResults(const std::string& path, const ReportInput& in) {
+  traces::ResultsDoc doc;
+  doc.environment = in.environment;
+  doc.environment.push_back({"reproduce_command", in.command});
+  doc.environment.push_back({"started", in.started});
+  doc.environment.push_back({"set", in.quick ? "quick" : "full"});
+  for (const auto& r : in.runs) {
+    traces::ResultRun run;
+    run.name = r.part.name;
+    run.title = r.part.title;
+    run.status = r.result.status;
+    run.reason = r.result.reason;
+    run.command = commandLine(r.part.argv);
+    run.seconds = r.result.seconds;
+    run.outputTail = r.result.outputTail;
+    if (r.result.status == "ok") {
+      for (const auto& [label, file] : r.part.documents) {
+        std::string text = readText(file);
+        if (!text.empty()) run.documents.push_back({label, text});
+      }
+      for (const auto& [label, file] : r.part.eventFiles) {
+        if (!readText(file).empty()) run.eventFiles.push_back({label, file});
+      }
+    }
+    doc.runs.push_back(std::move(run));
+  }
+  return traces::writeResultsFile(path, doc);
+}
+
+}  // namespace tide::harness::reproduce

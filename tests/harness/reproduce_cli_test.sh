@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# tide reproduce end to end on a small subset: a real part runs, a part that
+# cannot run is skipped with its reason, a failing part is reported while the
+# rest go on (exit 1), results.h5 / summary.json / REPORT.md / figures are
+# written, bad input gives one error line.
+set -u
+TIDE=$1
+SRC=$2
+PY=/usr/bin/python3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# A source tree whose SoftRoCE bench script fails: the failure path.
+mkdir -p "$dir/src/scripts"
+cp -r "$SRC/scenarios" "$SRC/harness" "$dir/src/"
+printf '#!/bin/sh\necho "rdma bench broke" >&2\nexit 3\n' > "$dir/src/scripts/softroce-bench.sh"
+chmod +x "$dir/src/scripts/softroce-bench.sh"
+
+"$TIDE" reproduce --source "$dir/src" --out "$dir/r" \
+  --only sync_threads_p2p,transport_rdma > "$dir/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$dir/out"; fail "a failed part must give exit 1 (got $rc)"; }
+grep -q 'transport_rdma *failed' "$dir/out" || { cat "$dir/out"; fail "failed part not reported"; }
+grep -q 'sync_threads_p2p *ok' "$dir/out" || { cat "$dir/out"; fail "other part did not run"; }
+"$PY" - "$dir/r" <<'PYEOF' || fail "output check"
+import json, sys, h5py
+d = sys.argv[1]
+s = json.load(open(d + "/summary.json"))
+assert s["schema"] == "tide.reproduce/1" and s["failed"] == 1, s
+st = {p["name"]: p for p in s["parts"]}
+assert st["sync_threads_p2p"]["status"] == "ok", st
+assert "rdma bench broke" in st["transport_rdma"]["reason"], st["transport_rdma"]
+fig = [f for f in s["figures"] if f["part"] == "sync_threads_p2p"]
+assert fig and fig[0]["value"] > 0 and fig[0]["unit"] == "s", s["figures"]
+f = h5py.File(d + "/results.h5")
+assert f.attrs["schema"] in (b"tide.results", "tide.results")
+for k in ("git_revision", "cpu", "kernel", "compiler"):
+    assert k in f["environment"].attrs, k
+r = f["runs/sync_threads_p2p"]
+assert "sync" in r.attrs["command"]
+assert json.loads(r["documents/result"][0])["verified"] is True
+assert len(r["events/p2p/events/t_start"]) > 0
+md = open(d + "/REPORT.md").read()
+assert "timeline_sync.png" in md and "| sync_threads_p2p | ok |" in md, md
+import os
+assert os.path.getsize(d + "/timeline_sync.png") > 1000
+PYEOF
+
+# The quick set skips the SoftRoCE guest with a reason, exit 0.
+"$TIDE" reproduce --quick --source "$dir/src" --out "$dir/q" --only transport_rdma --no-plots \
+  > "$dir/out" 2>&1 || { cat "$dir/out"; fail "quick skip must exit 0"; }
+grep -q 'transport_rdma *skipped *.*quick set' "$dir/out" || { cat "$dir/out"; fail "no skip reason"; }
+
+# Bad input: one line, non-zero.
+bad() {
+  "$TIDE" reproduce "$@" > "$dir/out" 2>&1 && fail "accepted: $*"
+  [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "not one line: $*"; }
+}
+bad --source "$dir/src" --out "$dir/b" --only nosuch
+bad --source "$dir/nowhere" --out "$dir/b"
+echo "PASS"
