@@ -79,7 +79,17 @@ Result<Prepared> prepare(const SyncArgs& a) {
                       "one-sided writes; NCCL's broadcast path (NcclTransport::broadcast) is not "
                       "wired into it yet (see ctest -L gpu)");
   }
-  TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(a.workload));
+  WorkloadOptions wo = a.workload;
+  if (wo.cluster.rfind("emulated:nodes=", 0) == 0) {
+    // loadCluster reads a leading ":nodes=" as a preset override: move the
+    // key last so the emulated spec is parsed as a whole.
+    const std::string rest = wo.cluster.substr(9);
+    const size_t comma = rest.find(',');
+    if (comma != std::string::npos) {
+      wo.cluster = "emulated:" + rest.substr(comma + 1) + "," + rest.substr(0, comma);
+    }
+  }
+  TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
   Workload& w = *p.w;
   if (a.inferDtype == "bf16" && w.spec.inferDtype != workloads::DType::kBF16) {
     // The executor moves bf16 shards: serve the update in bf16 (same shapes).

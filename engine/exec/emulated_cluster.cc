@@ -84,7 +84,7 @@ std::string netAdminMissing() {
 }
 
 std::string EmulatedCluster::nodeAddress(int node) {
-  return "192.0.2." + std::to_string(10 + node);
+  return "198.51.100." + std::to_string(10 + node);
 }
 
 std::string EmulatedCluster::nodeNamespace(const std::string& prefix, int node) {

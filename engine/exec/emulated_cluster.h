@@ -6,8 +6,8 @@
 // the bandwidth ratios of a real cluster hold on one machine. The host side
 // reaches the bridge through one more, unshaped, veth (the rendezvous store).
 //
-// Addresses come only from the documentation range 192.0.2.0/24: the host is
-// 192.0.2.1, node i is 192.0.2.(10 + i). Every name starts with a run prefix
+// Addresses come only from the documentation range 198.51.100.0/24: the host is
+// 198.51.100.1, node i is 198.51.100.(10 + i). Every name starts with a run prefix
 // "td<4 hex>" so leftovers of a killed run can be found and removed
 // (cleanupAll, `tide cluster cleanup`). The destructor tears everything down.
 // Needs CAP_NET_ADMIN (root) and the `ip` and `tc` tools.
@@ -35,7 +35,7 @@ class EmulatedCluster {
 
   const std::string& prefix() const { return prefix_; }
   int nodes() const { return nodes_; }
-  static std::string hostAddress() { return "192.0.2.1"; }
+  static std::string hostAddress() { return "198.51.100.1"; }
   static std::string nodeAddress(int node);
   static std::string nodeNamespace(const std::string& prefix, int node);
 

@@ -9,7 +9,7 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 small=(--model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
-       --cluster h100-ib-8x400:nodes=1 --bucket 64KiB --chunk 16KiB --streams 1 --timeout 60)
+       --cluster h100-ib-8x400:nodes=2 --bucket 64KiB --chunk 16KiB --streams 1 --timeout 60)
 
 check_json() {  # file strategy steps
   "$PY" - "$@" <<'PYEOF' || fail "json $1"
@@ -47,5 +47,5 @@ bad "broadcast, p2p" --strategy pigeon
 bad "ranks" --ranks lots
 bad "infer-dtype" --infer-dtype fp4
 bad "FP8" --infer-dtype model
-bad "tp=" --train tp=3,pp=2,ep=2
+bad "scale" --scale 0
 echo "PASS"
