@@ -165,7 +165,7 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
         {"delta_bench",
          "sparse delta codec: encode/apply (Google Benchmark)",
          {bench, "--benchmark_repetitions=" + std::string(q ? "3" : "9"),
-          "--benchmark_min_time=0.05", q ? "--benchmark_filter=/(10|100)$" : "--benchmark_filter=.",
+          "--benchmark_min_time=0.05", q ? "--benchmark_filter=/(10|100)/" : "--benchmark_filter=.",
           "--benchmark_out_format=json", "--benchmark_out=" + d + "delta_bench.json"},
          q ? 40.0 : 150.0,
          900,

@@ -14,7 +14,7 @@ base=$SRC/results/baseline/delta.json
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # The same filter, repetitions and minimum time as the baseline (results/baseline/README.md).
-"$BENCH" --benchmark_filter='/(10|100)$' --benchmark_repetitions=9 --benchmark_min_time=0.02 \
+"$BENCH" --benchmark_filter='/(10|100)/' --benchmark_repetitions=9 --benchmark_min_time=0.02 \
   --benchmark_out_format=json --benchmark_out="$dir/new.json" > /dev/null 2>&1 \
   || { echo "FAIL: benchmark run"; exit 1; }
 "$TIDE" compare --no-fail "$base" "$dir/new.json" --json "$dir/cmp.json" \
