@@ -1,6 +1,7 @@
 #include "harness/reproduce/report.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include <CLI/CLI.hpp>
@@ -347,7 +348,9 @@ Status writeResults(const std::string& path, const ReportInput& in) {
         if (!text.empty()) run.documents.push_back({label, text});
       }
       for (const auto& [label, file] : r.part.eventFiles) {
-        if (!readText(file).empty()) run.eventFiles.push_back({label, file});
+        struct stat st {};
+        if (::stat(file.c_str(), &st) == 0 && st.st_size > 0)
+          run.eventFiles.push_back({label, file});
       }
     }
     doc.runs.push_back(std::move(run));

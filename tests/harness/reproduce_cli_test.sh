@@ -38,7 +38,8 @@ assert f.attrs["schema"] in (b"tide.results", "tide.results")
 for k in ("git_revision", "cpu", "kernel", "compiler"):
     assert k in f["environment"].attrs, k
 r = f["runs/sync_threads_p2p"]
-assert "sync" in r.attrs["command"]
+txt = lambda v: v.decode() if isinstance(v, bytes) else str(v)
+assert " sync " in txt(r.attrs["command"]) and txt(r.attrs["status"]) == "ok"
 assert json.loads(r["documents/result"][0])["verified"] is True
 assert len(r["events/p2p/events/t_start"]) > 0
 md = open(d + "/REPORT.md").read()
