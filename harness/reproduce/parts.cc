@@ -116,7 +116,7 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
            {{s, d + n + "_events.h5"}}};
     p.argv.insert(p.argv.end(), kSmallSync.begin(), kSmallSync.end());
     for (const auto& a : std::vector<std::string>{
-             "--cluster", "h100-ib-8x400:nodes=1", "--strategy", s, "--steps", q ? "3" : "9",
+             "--cluster", "h100-ib-8x400:nodes=2", "--strategy", s, "--steps", q ? "3" : "9",
              "--json", d + n + ".json", "--events", d + n + "_events.h5"}) {
       p.argv.push_back(a);
     }
