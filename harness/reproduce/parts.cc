@@ -96,7 +96,7 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
     parts.push_back({n,
                      std::string("Kimi-K2 transfer plan and its lower bound: ") + s,
                      {T, "plan", "--model", "kimi-k2", "--train", "tp=8,pp=8,cp=4,ep=32", "--infer",
-                      "engines=8,tp=32,ep=32,dp_attn=8", "--cluster", "h100-ib-8x400", "--strategy",
+                      "engines=8,tp=32,ep=32,dp_attn=8", "--cluster", "h100-ib-8x400:nodes=64", "--strategy",
                       s, "--json", d + n + ".json"},
                      20,
                      600,

@@ -76,7 +76,7 @@ std::string fmtValue(double v) {
 
 std::vector<Figure> collectFigures(const ReportInput& in) {
   std::vector<Figure> f;
-  const char* kSim = "Kimi-K2 weight update, simulated (1T params, 256 H800 -> inference)";
+  const char* kSim = "Kimi-K2 weight update, simulated (scenarios/kimi-k2-miles.toml)";
   for (const char* s : {"broadcast", "p2p"}) {
     std::string part = std::string("sim_kimi_") + s;
     nlohmann::json j = docOf(in, part);
