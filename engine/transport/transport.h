@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/transport/host_memory.h"
 
 namespace tide::transport {
 
@@ -100,6 +101,11 @@ class Transport {
                                              MemoryKind kind = MemoryKind::kHost) = 0;
   // After this returns, no remote access touches the memory again.
   virtual Status deregisterRegion(uint32_t id) = 0;
+
+  // Host memory for buffers that will be registered: a backend may allocate
+  // it so that its peers reach it faster (shm: a memfd peers map once). Any
+  // registerRegion() still accepts any memory. Default: anonymous memory.
+  virtual Result<HostMemory> allocateHost(uint64_t size) { return HostMemory::anonymous(size); }
 
   // Makes a peer's region addressable by (peer, id) in requests.
   virtual Status importRegion(const RemoteRegion& remote) = 0;

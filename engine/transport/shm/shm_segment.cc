@@ -67,8 +67,7 @@ Result<Segment> Segment::create(int rank) {
   pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
   pthread_mutex_init(&l->ringMu, &attr);
   pthread_mutexattr_destroy(&attr);
-  std::atomic_thread_fence(std::memory_order_release);
-  l->magic = kSegmentMagic;
+  l->magic.store(kSegmentMagic, std::memory_order_release);
   return s;
 }
 
@@ -94,24 +93,28 @@ Result<Segment> Segment::open(pid_t pid, int fd, int expectRank) {
   if (p == MAP_FAILED) return TIDE_ERRNO("mmap peer shm segment");
   s.map_ = Mapping(p, kSegmentBytes);
   const auto* l = s.get();
-  if (l->magic != kSegmentMagic || l->rank != expectRank || l->pid != pid)
+  if (l->magic.load(std::memory_order_acquire) != kSegmentMagic || l->rank != expectRank ||
+      l->pid != pid)
     return TIDE_ERROR(Code::kInvalidArgument, "segment published for rank " +
                                                   std::to_string(expectRank) +
                                                   " is not a tide shm segment of that rank");
   return s;
 }
 
-bool Segment::pin(uint32_t id, uint64_t& addr, uint64_t& size, uint64_t& key) const {
+bool Segment::pin(uint32_t id, SlotView& view) const {
   RegionSlot& slot = get()->regions[id % kMaxRegions];
   uint64_t s = slot.state.load(std::memory_order_acquire);
   while (true) {
     if ((s >> 32) != id || (s & kValidBit) == 0) return false;
     if (slot.state.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) break;
   }
-  addr = slot.addr;
-  size = slot.size;
-  key = slot.key;
+  view = SlotView{slot.addr, slot.size, slot.key, slot.memfd, slot.fileOffset, slot.inode};
   return true;
+}
+
+bool Segment::registered(uint32_t id) const {
+  uint64_t s = get()->regions[id % kMaxRegions].state.load(std::memory_order_acquire);
+  return (s >> 32) == id && (s & kValidBit) != 0;
 }
 
 void Segment::unpin(uint32_t id) const {

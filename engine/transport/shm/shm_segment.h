@@ -32,6 +32,21 @@ struct RegionSlot {
   uint64_t addr = 0;  // address in the owner's address space
   uint64_t size = 0;
   uint64_t key = 0;
+  // The memfd the region lies in (owner's fd number, -1 for other memory),
+  // where in it, and its inode: peers in other processes map it.
+  int32_t memfd = -1;
+  uint64_t fileOffset = 0;
+  uint64_t inode = 0;
+};
+
+// What a pinned slot says, copied out while the pin holds it stable.
+struct SlotView {
+  uint64_t addr = 0;
+  uint64_t size = 0;
+  uint64_t key = 0;
+  int32_t memfd = -1;
+  uint64_t fileOffset = 0;
+  uint64_t inode = 0;
 };
 
 struct NotificationEntry {
@@ -40,7 +55,7 @@ struct NotificationEntry {
 };
 
 struct SegmentLayout {
-  uint64_t magic;
+  std::atomic<uint64_t> magic;  // stored last (release): the rest is initialised
   int32_t pid;
   int32_t rank;
   std::atomic<uint32_t> closed;  // owner is shutting down
@@ -54,7 +69,7 @@ struct SegmentLayout {
   RegionSlot regions[kMaxRegions];
 };
 
-inline constexpr uint64_t kSegmentMagic = 0x746964655f73686dull;  // "tide_shm"
+inline constexpr uint64_t kSegmentMagic = 0x746964655f73686eull;  // "tide_shn": layout 2
 inline constexpr uint64_t kValidBit = 1ull << 31;
 inline constexpr uint64_t kUsersMask = kValidBit - 1;
 
@@ -72,9 +87,11 @@ class Segment {
   SegmentLayout* get() const { return static_cast<SegmentLayout*>(map_.data()); }
   int fd() const { return fd_.get(); }
 
-  // Pins slot `id` if it is registered; fills addr/size/key. Returns false when
+  // Pins slot `id` if it is registered and fills `view`. Returns false when
   // the id is not (or no longer) registered.
-  bool pin(uint32_t id, uint64_t& addr, uint64_t& size, uint64_t& key) const;
+  bool pin(uint32_t id, SlotView& view) const;
+  // True while `id` is registered (no pin taken).
+  bool registered(uint32_t id) const;
   void unpin(uint32_t id) const;
 
   // Queues a notification for the owner; fails after timeout if the ring is full.

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -14,6 +15,8 @@
 #include "engine/core/clock.h"
 #include "engine/transport/shm/shm_control.h"
 #include "engine/transport/shm/shm_copy.h"
+#include "engine/transport/shm/shm_memory.h"
+#include "engine/transport/shm/shm_peer_maps.h"
 #include "engine/transport/shm/shm_segment.h"
 
 namespace tide::transport::shm {
@@ -21,6 +24,15 @@ namespace {
 
 constexpr uint64_t kSliceBytes = 4ull << 20;  // requests are split into slices for the workers
 constexpr size_t kMaxSegmentRequests = 256;   // bounds the overlap scan per ordered segment
+// Idle copy threads drop mappings of regions their owners deregistered this often.
+constexpr auto kSweepInterval = std::chrono::milliseconds(100);
+
+// How copies reach a peer's memory (TransportConfig::options["copy"]).
+enum class CopyMode {
+  kAuto,       // memcpy in-process, mapped memfd across processes, else process_vm
+  kProcessVm,  // always process_vm_writev/readv (tests)
+  kMap,        // map memfd-backed regions even of in-process peers (tests)
+};
 
 std::string bootId() {
   std::ifstream in("/proc/sys/kernel/random/boot_id");
@@ -70,7 +82,7 @@ class ShmTransport final : public Transport {
         opTimeout_(c.opTimeoutSeconds),
         rng_(std::random_device{}()) {
     auto it = c.options.find("copy");
-    forceSyscall_ = it != c.options.end() && it->second == "process_vm";
+    if (it != c.options.end()) copyOption_ = it->second;
   }
 
   ~ShmTransport() override {
@@ -99,6 +111,14 @@ class ShmTransport final : public Transport {
     if (c.streams < 1 || c.streams > 64)
       return TIDE_ERROR(Code::kInvalidArgument,
                         "shm streams must be 1..64, got " + std::to_string(c.streams));
+    if (copyOption_ == "process_vm")
+      copyMode_ = CopyMode::kProcessVm;
+    else if (copyOption_ == "map")
+      copyMode_ = CopyMode::kMap;
+    else if (copyOption_ != "auto")
+      return TIDE_ERROR(
+          Code::kInvalidArgument,
+          "shm option copy must be auto, process_vm or map, got '" + copyOption_ + "'");
     allowSiblingAccess();
     TIDE_ASSIGN_OR_RETURN(own_, Segment::create(rank_));
     Store& store = *c.store;
@@ -161,6 +181,10 @@ class ShmTransport final : public Transport {
       s.addr = reinterpret_cast<uint64_t>(addr);
       s.size = size;
       s.key = rng_();
+      auto shared = findShared(addr, size);
+      s.memfd = shared ? shared->fd : -1;
+      s.fileOffset = shared ? shared->fileOffset : 0;
+      s.inode = shared ? shared->inode : 0;
       s.state.store((static_cast<uint64_t>(id) << 32) | kValidBit, std::memory_order_release);
       LocalRegion r;
       r.id = id;
@@ -194,9 +218,12 @@ class ShmTransport final : public Transport {
                               std::to_string(opTimeout_) + " s (peer died mid-copy?); slot leaked");
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+    s.memfd = -1;
     s.state.store(0, std::memory_order_release);
     return Status::ok();
   }
+
+  Result<HostMemory> allocateHost(uint64_t size) override { return allocateShared(size); }
 
   Status importRegion(const RemoteRegion& remote) override {
     if (remote.rank < 0 || remote.rank >= world_)
@@ -228,6 +255,10 @@ class ShmTransport final : public Transport {
   const Segment& segmentOf(int peer) const { return peer == rank_ ? own_ : peers_[peer]; }
   void workLoop();
   Status runTask(const Task& t);
+  // Copies one slice into/out of the pinned remote region `slot`.
+  Status copySlice(const Task& t, const SlotView& slot);
+  // Unmaps peers' regions that were deregistered or whose peer is gone.
+  void sweepMappings();
   // Queues the slices of the batch's current segment (mu_ held).
   void startSegment(const std::shared_ptr<Batch>& b);
   // Marks a slice finished; moves on to the next segment or completes (mu_ held).
@@ -236,12 +267,14 @@ class ShmTransport final : public Transport {
   int rank_;
   int world_;
   double opTimeout_;
-  bool forceSyscall_ = false;
+  std::string copyOption_ = "auto";
+  CopyMode copyMode_ = CopyMode::kAuto;
   std::mt19937_64 rng_;
   Segment own_;
   std::vector<Segment> peers_;
   std::vector<pid_t> pids_;
   std::unique_ptr<ControlChannel> ctl_;
+  PeerMappings mappings_;
   uint32_t cursor_ = 0;
   uint64_t nextGen_ = 0;
 
@@ -258,6 +291,7 @@ class ShmTransport final : public Transport {
 };
 
 Result<BatchId> ShmTransport::submit(std::span<const Request> requests) {
+  sweepMappings();  // busy copy threads never sweep; stale mappings go here then
   auto b = std::make_shared<Batch>();
   b->reqs.reserve(requests.size());
   std::lock_guard<std::mutex> lock(mu_);
@@ -366,42 +400,77 @@ Status ShmTransport::runTask(const Task& t) {
   if (seg.get()->closed.load(std::memory_order_acquire))
     return TIDE_ERROR(Code::kUnavailable,
                       "rank " + std::to_string(peer) + " closed its shm transport");
-  uint64_t laddr = 0, lsize = 0, lkey = 0;
-  if (!own_.pin(r.req.localRegion, laddr, lsize, lkey))
+  SlotView local;
+  if (!own_.pin(r.req.localRegion, local))
     return TIDE_ERROR(Code::kNotFound, "local region " + std::to_string(r.req.localRegion) +
                                            " was deregistered with a request in flight");
-  uint64_t addr = 0, size = 0, key = 0;
+  SlotView slot;
   Status s;
-  if (!seg.pin(r.req.remoteRegion, addr, size, key)) {
+  if (!seg.pin(r.req.remoteRegion, slot)) {
     s = TIDE_ERROR(Code::kNotFound, "region " + std::to_string(r.req.remoteRegion) + " of rank " +
                                         std::to_string(peer) + " is not registered there");
   } else {
     // The whole request is checked, not only this slice, so a bad request
     // leaves every target byte untouched.
-    if (key != r.key)
+    if (slot.key != r.key)
       s = TIDE_ERROR(Code::kPermissionDenied, "wrong access key for region " +
                                                   std::to_string(r.req.remoteRegion) + " of rank " +
                                                   std::to_string(peer));
-    else if (!fits(r.req.remoteOffset, r.req.length, size))
+    else if (!fits(r.req.remoteOffset, r.req.length, slot.size))
       s = TIDE_ERROR(Code::kOutOfRange,
                      "remote range [" + std::to_string(r.req.remoteOffset) + ", +" +
                          std::to_string(r.req.length) + ") outside region " +
                          std::to_string(r.req.remoteRegion) + " of rank " + std::to_string(peer) +
-                         " (" + std::to_string(size) + " bytes)");
+                         " (" + std::to_string(slot.size) + " bytes)");
     else
-      s = copyWithPeer(r.req.op == Op::kRead ? Direction::kFromPeer : Direction::kToPeer,
-                       pids_[peer], peer, static_cast<char*>(r.local) + t.offset,
-                       addr + r.req.remoteOffset + t.offset, t.length, forceSyscall_);
+      s = copySlice(t, slot);
     seg.unpin(r.req.remoteRegion);
   }
   own_.unpin(r.req.localRegion);
   return s;
 }
 
+Status ShmTransport::copySlice(const Task& t, const SlotView& slot) {
+  const Resolved& r = t.batch->reqs[t.req];
+  const int peer = r.req.peer;
+  const Direction dir = r.req.op == Op::kRead ? Direction::kFromPeer : Direction::kToPeer;
+  char* local = static_cast<char*>(r.local) + t.offset;
+  const uint64_t remoteOffset = r.req.remoteOffset + t.offset;
+  const bool otherProcess = pids_[peer] != ::getpid();
+  const bool mapIt =
+      slot.memfd >= 0 && slot.size > 0 && t.length > 0 &&
+      ((copyMode_ == CopyMode::kAuto && otherProcess) || copyMode_ == CopyMode::kMap);
+  if (!mapIt)
+    return copyWithPeer(dir, pids_[peer], peer, local, slot.addr + remoteOffset, t.length,
+                        copyMode_ == CopyMode::kProcessVm);
+  // The slot is pinned: the region stays registered (and its memfd open in
+  // the owner) until the copy is done.
+  TIDE_ASSIGN_OR_RETURN(auto m, mappings_.get(pids_[peer], peer, r.req.remoteRegion, slot));
+  char* remote = m->base + remoteOffset;
+  if (dir == Direction::kToPeer)
+    std::memcpy(remote, local, t.length);
+  else
+    std::memcpy(local, remote, t.length);
+  return Status::ok();
+}
+
+void ShmTransport::sweepMappings() {
+  mappings_.sweep([this](int peer, uint32_t id) {
+    if (peer != rank_ && ctl_->peerGone(peer)) return false;
+    const Segment& seg = segmentOf(peer);
+    return !seg.get()->closed.load(std::memory_order_acquire) && seg.registered(id);
+  });
+}
+
 void ShmTransport::workLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    if (!cv_.wait_for(lock, kSweepInterval, [&] { return stop_ || !queue_.empty(); })) {
+      lock.unlock();
+      sweepMappings();
+      lock.lock();
+      continue;
+    }
     if (stop_) return;
     Task t = std::move(queue_.front());
     queue_.pop_front();

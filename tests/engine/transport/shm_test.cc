@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <future>
 #include <numeric>
 #include <thread>
@@ -139,6 +141,91 @@ TEST_P(ShmCopyModes, WriteWithImmArrivesAfterData) {
 
 INSTANTIATE_TEST_SUITE_P(Shm, ShmCopyModes, ::testing::Values("auto", "process_vm"));
 
+// Mappings of memfd-backed regions in this process (the owner's included).
+int memfdMappings() {
+  std::ifstream maps("/proc/self/maps");
+  int n = 0;
+  for (std::string line; std::getline(maps, line);)
+    n += line.find("memfd:tide-shm-region") != std::string::npos;
+  return n;
+}
+
+bool waitFor(const std::function<bool()>& cond, double seconds) {
+  Deadline d = Deadline::after(seconds);
+  while (!cond()) {
+    if (d.expired()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// copy=map takes the cross-process path (the peer maps the region's memfd)
+// between threads, so its checks and mapping lifetime are testable here.
+TEST(Shm, MemfdRegionMappedByPeerAndUnmappedOnDeregister) {
+  MemoryStore store;
+  auto [a, b] = makePair(store, "map");
+  const size_t n = 2 * (4u << 20) + 4095;
+  auto src = pattern(n, 11);
+  std::vector<uint8_t> back(n, 0);
+  auto mem = orThrow(b->allocateHost(n + 8192));
+  ASSERT_EQ(0u, reinterpret_cast<uintptr_t>(mem.data()) % 4096);
+  std::memset(mem.data(), 0, mem.size());
+  char* dst = static_cast<char*>(mem.data()) + 4096 + 3;  // region inside the block, unaligned
+  const int before = memfdMappings();
+  ASSERT_GE(before, 1);
+  auto ls = orThrow(a->registerRegion(src.data(), src.size()));
+  auto lb = orThrow(a->registerRegion(back.data(), back.size()));
+  auto rd = orThrow(b->registerRegion(dst, n));
+  ASSERT_TRUE(a->importRegion(rd.descriptor).isOk());
+
+  std::vector<Request> batch{{Op::kWrite, ls.id, 1, 1, rd.id, 5, n - 5, 0},
+                             {Op::kRead, lb.id, 0, 1, rd.id, 5, n - 5, 0}};
+  ASSERT_TRUE(a->wait(orThrow(a->submit(batch)), 10).isOk());
+  EXPECT_EQ(0, std::memcmp(dst + 5, src.data() + 1, n - 5));
+  EXPECT_EQ(0, std::memcmp(back.data(), src.data() + 1, n - 5));
+  EXPECT_EQ(0, dst[-1]);
+  EXPECT_EQ(0, dst[4]);
+  EXPECT_EQ(before + 1, memfdMappings());  // mapped once, for every slice
+
+  // The table's checks hold on this path too, and leave the bytes alone.
+  std::vector<uint8_t> snapshot(dst, dst + n);
+  EXPECT_EQ(Code::kOutOfRange, runOne(*a, {Op::kWrite, ls.id, 0, 1, rd.id, n - 10, 11, 0}).code());
+  RemoteRegion forged = rd.descriptor;
+  forged.key ^= 1;
+  ASSERT_TRUE(a->importRegion(forged).isOk());
+  EXPECT_EQ(Code::kPermissionDenied, runOne(*a, {Op::kWrite, ls.id, 0, 1, rd.id, 0, 16, 0}).code());
+  ASSERT_TRUE(a->importRegion(rd.descriptor).isOk());
+  EXPECT_EQ(0, std::memcmp(snapshot.data(), dst, n));
+
+  // Deregistered: the peer's mapping goes away without further requests, and
+  // a stale request is refused.
+  ASSERT_TRUE(b->deregisterRegion(rd.id).isOk());
+  EXPECT_TRUE(waitFor([&] { return memfdMappings() == before; }, 5)) << memfdMappings();
+  EXPECT_EQ(Code::kNotFound, runOne(*a, {Op::kWrite, ls.id, 0, 1, rd.id, 0, 16, 0}).code());
+  EXPECT_EQ(0, std::memcmp(snapshot.data(), dst, n));
+  // The memory outlives the transports that handed it out.
+  a.reset();
+  b.reset();
+  dst[0] = 1;
+  mem.reset();
+  EXPECT_EQ(before - 1, memfdMappings());
+}
+
+TEST(Shm, AllocateHostWithoutRegistrationIsPlainMemory) {
+  MemoryStore store;
+  auto [a, b] = makePair(store, "auto");
+  auto m = orThrow(a->allocateHost(0));
+  EXPECT_NE(nullptr, m.data());
+  EXPECT_EQ(0u, m.size());
+  auto big = orThrow(a->allocateHost(3 << 20));
+  std::memset(big.data(), 7, big.size());
+  HostMemory moved = std::move(big);
+  EXPECT_EQ(nullptr, big.data());
+  EXPECT_EQ(7, static_cast<char*>(moved.data())[(3 << 20) - 1]);
+  TransportConfig c = config(store, 0, "mmap");
+  EXPECT_EQ(Code::kInvalidArgument, createTransport(c).status().code());
+}
+
 TEST(Shm, ControlChannelOrderedPerTag) {
   MemoryStore store;
   auto [a, b] = makePair(store, "auto");
@@ -190,7 +277,12 @@ TEST(Shm, CleanShutdownWithRequestsInFlight) {
 }
 
 // Rank 1 runs in a child process; it is killed while rank 0 writes to it.
-TEST(Shm, PeerProcessDeathGivesBoundedError) {
+// Its region is plain memory (process_vm path) or from allocateHost() (the
+// parent maps the child's memfd and copies with memcpy).
+class ShmPeerProcess : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShmPeerProcess, CopiesAndPeerDeathGivesBoundedError) {
+  const bool memfd = GetParam();
   auto server = orThrow(exec::TcpStore::host("127.0.0.1", 0, "t0k3n"));
   const int port = server->port();
   pid_t child = ::fork();
@@ -201,9 +293,17 @@ TEST(Shm, PeerProcessDeathGivesBoundedError) {
       auto st = exec::TcpStore::connect("127.0.0.1", port, "t0k3n", 10);
       if (st.isOk()) {
         auto t = createTransport(config(**st, 1, "auto"));
-        std::vector<uint8_t> dst(64 << 20, 0);
-        if (t.isOk()) {
-          auto rd = (*t)->registerRegion(dst.data(), dst.size());
+        const size_t n = 64 << 20;
+        std::vector<uint8_t> vec(memfd ? 0 : n, 0);
+        HostMemory mem;
+        void* dst = vec.data();
+        if (t.isOk() && memfd) {
+          auto m = (*t)->allocateHost(n);
+          if (m.isOk()) mem = std::move(m).value();
+          dst = mem.data();
+        }
+        if (t.isOk() && dst != nullptr) {
+          auto rd = (*t)->registerRegion(dst, n);
           if (rd.isOk() && (*st)->set("dst", rd->descriptor.serialize()).isOk()) rc = 0;
           ::pause();  // until killed
         }
@@ -211,14 +311,20 @@ TEST(Shm, PeerProcessDeathGivesBoundedError) {
     }
     ::_exit(rc);
   }
+  const int before = memfdMappings();
   auto a = orThrow(createTransport(config(*server, 0, "auto")));
   auto desc = orThrow(RemoteRegion::deserialize(orThrow(server->get("dst", 10))));
   ASSERT_TRUE(a->importRegion(desc).isOk());
   EXPECT_NE(desc.base, 0u);
-  std::vector<uint8_t> src(desc.size, 5);
+  auto src = pattern(desc.size, 5);
+  std::vector<uint8_t> back(desc.size, 0);
   auto ls = orThrow(a->registerRegion(src.data(), src.size()));
+  auto lb = orThrow(a->registerRegion(back.data(), back.size()));
   Request r{Op::kWrite, ls.id, 0, 1, desc.id, 0, src.size(), 0};
-  EXPECT_TRUE(runOne(*a, r).isOk());  // cross-process write works
+  std::vector<Request> roundTrip{r, {Op::kRead, lb.id, 0, 1, desc.id, 0, back.size(), 0}};
+  EXPECT_TRUE(a->wait(orThrow(a->submit(roundTrip)), 30).isOk());  // cross-process copies work
+  EXPECT_EQ(src, back);
+  EXPECT_EQ(before + (memfd ? 1 : 0), memfdMappings());
 
   std::vector<Request> many(32, r);
   auto id = orThrow(a->submit(many));
@@ -232,7 +338,12 @@ TEST(Shm, PeerProcessDeathGivesBoundedError) {
   EXPECT_EQ(Code::kUnavailable, s.code()) << s.toString();
   EXPECT_LT(sw.seconds(), 10);
   EXPECT_EQ(Code::kUnavailable, a->recv(1, 0, 30).status().code());
+  // The dead peer's memory is unmapped here too.
+  EXPECT_TRUE(waitFor([&] { return memfdMappings() == before; }, 5)) << memfdMappings();
 }
+
+INSTANTIATE_TEST_SUITE_P(Shm, ShmPeerProcess, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Memfd" : "PlainMemory"; });
 
 TEST(Shm, RejectsBadConfig) {
   MemoryStore store;
