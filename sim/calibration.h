@@ -12,10 +12,13 @@ struct Calibration {
   // by tensor from Python reaches a fraction of H100 HBM bandwidth (3.35 TB/s);
   // taken as 200 GB/s.
   double quantBps = 200e9;
-  // Loading converted tensors into the pinned CPU replica, per training rank,
-  // bytes/s: one Python process per rank copying tensor by tensor through the
-  // engine's weight loaders; taken as 10 GB/s (single-thread memcpy class).
-  double replicaLoadBps = 10e9;
+  // Host (CPU) time of one eager tensor operation issued from Python: op
+  // dispatch plus a CUDA kernel launch or a copy call. The per-tensor passes of
+  // the weight-update code (HF conversion and block quantization, the CPU
+  // replica's weight loaders) cost a counted number of these per tensor
+  // (strategy_graphs.cc). Source: PyTorch eager per-op CPU overhead and CUDA
+  // launch latency are each of the order of 5-10 us; taken as 10 us.
+  double hostOpSeconds = 10e-6;
   // An inference engine ingesting weights handed to it through its update API
   // (per-bucket load_weights on every rank), bytes/s per rank; taken as
   // 100 GB/s (device copies, tensor by tensor).

@@ -29,6 +29,12 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     if (t.kind == workloads::TensorKind::kRoutedExpert) s.trainExpert += tb;
     s.wire += wb;
     s.share += wb * frac;
+    s.tensors += 1;
+    // A routed expert lives on one EP rank (split over MoE-TP there); every
+    // other tensor is kept, whole or as a slice, by every rank.
+    bool kept = t.kind != workloads::TensorKind::kRoutedExpert;
+    if (!kept) kept = t.expert % infer.ep == 0;  // the share of one EP rank
+    s.keptTensors += kept ? 1 : 0;
     out.params += static_cast<double>(t.numel());
   }
   for (const auto& s : out.stages) {

@@ -15,6 +15,8 @@ struct StageBytes {
   double trainExpert = 0;  // routed-expert part of `train` (gathered over EP)
   double wire = 0;         // whole stage as sent (FP8 + scales, or training dtype)
   double share = 0;        // wire bytes one inference rank holds of this stage
+  double tensors = 0;      // checkpoint (HF) tensors of the stage
+  double keptTensors = 0;  // of those, tensors one inference rank keeps a part of
 };
 
 struct ModelShares {

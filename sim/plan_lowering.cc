@@ -36,8 +36,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
     maxNode = std::max(maxNode, r.node);
   }
   FlowSolver solver;
-  Topology topo(cluster, static_cast<int>(maxNode) + 1, calib.quantBps, calib.replicaLoadBps,
-                solver);
+  Topology topo(cluster, static_cast<int>(maxNode) + 1, calib.quantBps, solver);
   auto gpuOf = [&](uint32_t rank) {
     const auto& r = p.ranks[rank];
     return static_cast<int>(r.node) * gpn + static_cast<int>(r.gpu);

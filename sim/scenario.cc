@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -58,17 +59,29 @@ Result<double> numField(const toml::table& t, const char* key, double dflt,
 
 Result<workloads::ClusterSpec> parseClusterTable(const toml::table& c, std::string_view origin) {
   workloads::ClusterSpec s;
-  s.name = c["name"].value_or(std::string("custom"));
-  s.gpusPerNode = static_cast<int>(c["gpus_per_node"].value_or(int64_t{8}));
-  s.nicsPerNode = static_cast<int>(c["nics_per_node"].value_or(int64_t{s.gpusPerNode}));
+  // `preset` starts from a cluster of workloads/clusters; the keys below
+  // override its figures.
+  auto preset = c["preset"].value<std::string>();
+  if (preset) {
+    auto p = workloads::loadCluster(*preset);
+    if (!p.isOk()) return bad(origin, "cluster.preset: " + p.status().message());
+    s = std::move(*p);
+  } else {
+    s.name = "custom";
+    s.gpusPerNode = 8;
+  }
+  s.name = c["name"].value_or(s.name);
+  s.gpusPerNode = static_cast<int>(c["gpus_per_node"].value_or(int64_t{s.gpusPerNode}));
+  int defNics = preset ? s.nicsPerNode : s.gpusPerNode;
+  s.nicsPerNode = static_cast<int>(c["nics_per_node"].value_or(int64_t{defNics}));
   if (s.gpusPerNode <= 0 || s.nicsPerNode <= 0)
     return bad(origin, "cluster: gpus_per_node and nics_per_node must be positive");
-  TIDE_ASSIGN_OR_RETURN(s.nicBps, rateField(c, "nic", 0, origin));
-  TIDE_ASSIGN_OR_RETURN(s.nvlinkBps, rateField(c, "nvlink", 0, origin));
-  TIDE_ASSIGN_OR_RETURN(s.pcieH2DBps, rateField(c, "pcie_h2d", 0, origin));
-  TIDE_ASSIGN_OR_RETURN(s.pcieD2HBps, rateField(c, "pcie_d2h", 0, origin));
-  TIDE_ASSIGN_OR_RETURN(s.hostMemBps, rateField(c, "host_mem", 0, origin));
-  TIDE_ASSIGN_OR_RETURN(s.storageBps, rateField(c, "storage", 0, origin));
+  TIDE_ASSIGN_OR_RETURN(s.nicBps, rateField(c, "nic", s.nicBps, origin));
+  TIDE_ASSIGN_OR_RETURN(s.nvlinkBps, rateField(c, "nvlink", s.nvlinkBps, origin));
+  TIDE_ASSIGN_OR_RETURN(s.pcieH2DBps, rateField(c, "pcie_h2d", s.pcieH2DBps, origin));
+  TIDE_ASSIGN_OR_RETURN(s.pcieD2HBps, rateField(c, "pcie_d2h", s.pcieD2HBps, origin));
+  TIDE_ASSIGN_OR_RETURN(s.hostMemBps, rateField(c, "host_mem", s.hostMemBps, origin));
+  TIDE_ASSIGN_OR_RETURN(s.storageBps, rateField(c, "storage", s.storageBps, origin));
   for (auto [name, v] : {std::pair{"nic", s.nicBps},
                          {"nvlink", s.nvlinkBps},
                          {"pcie_h2d", s.pcieH2DBps},
@@ -76,10 +89,14 @@ Result<workloads::ClusterSpec> parseClusterTable(const toml::table& c, std::stri
                          {"host_mem", s.hostMemBps}}) {
     if (v <= 0) return bad(origin, std::string("cluster.") + name + " is required and must be > 0");
   }
-  s.fabric.nodesPerLeaf = static_cast<int>(c["nodes_per_leaf"].value_or(int64_t{0}));
-  TIDE_ASSIGN_OR_RETURN(s.fabric.oversubscription, numField(c, "oversubscription", 1.0, origin));
+  s.fabric.nodesPerLeaf =
+      static_cast<int>(c["nodes_per_leaf"].value_or(int64_t{s.fabric.nodesPerLeaf}));
+  TIDE_ASSIGN_OR_RETURN(
+      s.fabric.oversubscription,
+      numField(c, "oversubscription", std::max(1.0, s.fabric.oversubscription), origin));
   if (s.fabric.oversubscription < 1.0) return bad(origin, "cluster.oversubscription must be >= 1");
-  TIDE_ASSIGN_OR_RETURN(double latUs, numField(c, "latency_us", 2.0, origin));
+  double defLatUs = s.fabric.latencySeconds > 0 ? s.fabric.latencySeconds * 1e6 : 2.0;
+  TIDE_ASSIGN_OR_RETURN(double latUs, numField(c, "latency_us", defLatUs, origin));
   s.fabric.latencySeconds = latUs * 1e-6;
   return s;
 }
@@ -170,8 +187,9 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   if (auto* c = root["calibration"].as_table()) {
     Calibration& k = s.calib;
     TIDE_ASSIGN_OR_RETURN(k.quantBps, rateField(*c, "fp8_quant", k.quantBps, origin));
-    TIDE_ASSIGN_OR_RETURN(k.replicaLoadBps,
-                          rateField(*c, "replica_load", k.replicaLoadBps, origin));
+    TIDE_ASSIGN_OR_RETURN(double opUs, numField(*c, "host_op_us", k.hostOpSeconds * 1e6, origin));
+    if (opUs < 0) return bad(origin, "calibration.host_op_us must be >= 0");
+    k.hostOpSeconds = opUs * 1e-6;
     TIDE_ASSIGN_OR_RETURN(k.engineIngestBps,
                           rateField(*c, "engine_ingest", k.engineIngestBps, origin));
     TIDE_ASSIGN_OR_RETURN(double callMs,
@@ -181,7 +199,7 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
     TIDE_ASSIGN_OR_RETURN(double pageUs,
                           numField(*c, "register_page_us", k.registerPerPageSeconds * 1e6, origin));
     k.registerPerPageSeconds = pageUs * 1e-6;
-    for (double v : {k.quantBps, k.replicaLoadBps, k.engineIngestBps, k.postprocessBps}) {
+    for (double v : {k.quantBps, k.engineIngestBps, k.postprocessBps}) {
       if (v <= 0) return bad(origin, "calibration rates must be > 0");
     }
   }

@@ -2,11 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 namespace tide::sim {
 
 namespace {
+
+// Eager tensor operations per checkpoint tensor in the per-tensor passes
+// (each costs Calibration::hostOpSeconds of host time). Conversion: rename
+// and split/concatenate (2) plus FP8 block quantization of the weight and
+// its scales (pad, view, abs, amax, clamp, scale, multiply, cast, scale
+// reshape, copy: 10). Replica loader: one call per tensor, and for a kept
+// tensor narrow, copy to pinned memory and the copy's synchronization.
+constexpr double kConvertOps = 12;
+constexpr double kLoaderCallOps = 1;
+constexpr double kLoaderCopyOps = 3;
 
 struct Ctx {
   const Scenario& sc;
@@ -131,6 +140,7 @@ TaskId finish(Ctx& x, TaskId allDone) {
 void buildBroadcast(Ctx& x, TaskId start) {
   const auto& tl = x.sc.train;
   uint16_t sGather = x.g.stageId("allgather");
+  uint16_t sConvert = x.g.stageId("convert_host");
   uint16_t sQuant = x.g.stageId("quantize");
   uint16_t sCall = x.g.stageId("engine_call");
   uint16_t sBcast = x.g.stageId("broadcast");
@@ -151,10 +161,13 @@ void buildBroadcast(Ctx& x, TaskId start) {
     for (int b = 0; b < nb; ++b) {
       TaskId a1 = ringAllGather(x, ep, bucket * fe, prev, sGather);
       TaskId a2 = ringAllGather(x, tp, bucket * (1 - fe), prev, sGather);
+      TaskId conv =
+          x.g.addDelay(sb.tensors / nb * kConvertOps * x.sc.calib.hostOpSeconds, head, sConvert);
+      x.g.dep(a1, conv);
+      x.g.dep(a2, conv);
       TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(head).quant)), bucket, 0, head, head,
                              sQuant, TaskPath::kCompute);
-      x.g.dep(a1, q);
-      x.g.dep(a2, q);
+      x.g.dep(conv, q);
       TaskId call = x.g.addDelay(x.sc.calib.engineCallSeconds * x.k, head, sCall);
       x.g.tasks()[call].acquire = lock;
       x.g.dep(q, call);
@@ -175,18 +188,64 @@ void buildBroadcast(Ctx& x, TaskId start) {
   finish(x, allDone);
 }
 
+// Targets of one training rank of a stage, grouped by engine rank: the rank
+// keeps one CPU replica buffer and reloads it once per engine rank it serves;
+// the engines of one engine rank read the same load.
+struct ReplicaGroup {
+  int engineRank = 0;
+  std::vector<int> targets;  // GPU ids
+};
+
+// Source -> target assignment of the RL framework's p2p path: targets
+// (engine, engine rank) in order; the first `m` go round-robin to the stage's
+// m training ranks, each further target to the least-loaded rank that already
+// serves the same engine rank (else round-robin).
+std::vector<std::vector<ReplicaGroup>> assignTargets(const Ctx& x, int m) {
+  const auto& il = x.sc.infer;
+  int G = il.tp;
+  std::vector<std::vector<ReplicaGroup>> out(m);
+  std::vector<int> load(m, 0);
+  auto add = [&](int src, int e, int j) {
+    auto& groups = out[src];
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const ReplicaGroup& gr) { return gr.engineRank == j; });
+    if (it == groups.end()) it = groups.insert(groups.end(), ReplicaGroup{j, {}});
+    it->targets.push_back(x.inferBase + e * G + j);
+    ++load[src];
+  };
+  int next = 0, rr = 0;
+  for (int e = 0; e < il.engines; ++e) {
+    for (int j = 0; j < G; ++j, ++next) {
+      if (next < m) {
+        add(next, e, j);
+        continue;
+      }
+      int best = -1;
+      for (int r = 0; r < m; ++r) {
+        bool serves = std::any_of(out[r].begin(), out[r].end(),
+                                  [&](const ReplicaGroup& gr) { return gr.engineRank == j; });
+        if (serves && (best < 0 || load[r] < load[best])) best = r;
+      }
+      add(best >= 0 ? best : rr++ % m, e, j);
+    }
+  }
+  return out;
+}
+
 void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
   const auto& tl = x.sc.train;
-  const auto& il = x.sc.infer;
   uint16_t sGather = x.g.stageId("allgather");
+  uint16_t sConvert = x.g.stageId("convert_host");
   uint16_t sQuant = x.g.stageId("quantize");
-  uint16_t sD2h = x.g.stageId("d2h");
   uint16_t sLoad = x.g.stageId("replica_load");
+  uint16_t sD2h = x.g.stageId("d2h");
   uint16_t sWrite = x.g.stageId("rdma_write");
   uint16_t sReg = x.g.stageId("register");
   int per = tl.tp * tl.cp * tl.dp;
-  int G = il.tp;
+  bool pipelined = x.sc.strategy.pipelined;
+  double op = x.sc.calib.hostOpSeconds;
   TaskId allDone = x.g.addJoin();
+  auto groups = assignTargets(x, per);
   for (int s = 0; s < tl.pp; ++s) {
     const StageBytes& sb = x.shares.stages[s];
     int nb = stageBuckets(x, sb);
@@ -195,74 +254,91 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     double fe = sb.train > 0 ? sb.trainExpert / sb.train : 0;
     double wireRatio = sb.train > 0 ? sb.wire / sb.train : 0;
     double shareFrac = sb.wire > 0 ? sb.share / sb.wire : 0;
-    // Round-robin: pair (engine e, engine rank j) -> trainer (e*G + j) mod m.
-    std::vector<std::vector<int>> targets(per);
-    std::vector<std::set<int>> replicas(per);
-    for (int e = 0; e < il.engines; ++e) {
-      for (int j = 0; j < G; ++j) {
-        int t = (e * G + j) % per;
-        targets[t].push_back(x.inferBase + e * G + j);
-        replicas[t].insert(j);
-      }
-    }
+    double tensors = sb.tensors / nb, kept = sb.keptTensors / nb;
+    // Host time per bucket: every rank converts and quantizes every gathered
+    // tensor; each replica load calls the loader on every tensor, and copies
+    // the kept ones (narrow, copy, synchronize).
+    double convertSec = tensors * kConvertOps * op;
+    double loadSecPerBucket = (tensors * kLoaderCallOps + kept * kLoaderCopyOps) * op;
+    // A replica parameter (e.g. all local experts' w13 of a layer) is loaded
+    // and written once all its pieces arrived: gathered buckets interleave
+    // the EP ranks' experts, so that is at the end of each layer.
+    int layers = std::max(1, workloads::stageLayerCounts(tl, x.sc.model.layers)[s]);
     std::vector<TaskId> regs(per, start);
     if (x.sc.strategy.firstUpdate) {
       for (int r = 0; r < per; ++r) {
-        double bytes = replicas[r].size() * sb.share;
-        double pages = std::ceil(bytes / static_cast<double>(x.sc.strategy.pageBytes));
-        double sec = pages * x.sc.calib.registerPerPageSeconds;
+        // One pinned replica buffer per rank, shared by its engine ranks.
+        double pages = std::ceil(sb.share / static_cast<double>(x.sc.strategy.pageBytes));
+        double sec = groups[r].empty() ? 0 : pages * x.sc.calib.registerPerPageSeconds;
         info.registrationSeconds = std::max(info.registrationSeconds, sec);
         regs[r] = x.g.addDelay(sec, s * per + r, sReg);
         x.g.dep(start, regs[r]);
       }
     }
-    TaskId prevAg = start, prevQ = start, prevDone = start;
+    TaskId prevAg = start, prevSync = start;
+    int pendingBuckets = 0;
     for (int b = 0; b < nb; ++b) {
+      ++pendingBuckets;
+      bool flush =
+          pipelined || b + 1 == nb ||
+          (static_cast<int64_t>(b + 1) * layers / nb) != (static_cast<int64_t>(b) * layers / nb);
+      // The next all-gather is a collective: it starts when every rank has
+      // finished the synchronous part of the previous bucket.
       TaskId agIn = x.g.addJoin();
       x.g.dep(prevAg, agIn);
-      x.g.dep(prevQ, agIn);
-      // Without pipelining (the RL framework's p2p path) bucket b+1 starts
-      // once every write of bucket b is done.
-      if (!x.sc.strategy.pipelined) x.g.dep(prevDone, agIn);
+      x.g.dep(prevSync, agIn);
       TaskId a1 = ringAllGather(x, ep, bucket * fe, agIn, sGather);
       TaskId a2 = ringAllGather(x, tp, bucket * (1 - fe), agIn, sGather);
       TaskId ag = x.g.addJoin();
       x.g.dep(a1, ag);
       x.g.dep(a2, ag);
-      TaskId qJoin = x.g.addJoin();
-      TaskId doneJoin = x.g.addJoin();
+      TaskId syncJoin = x.g.addJoin();
       double wire = bucket * wireRatio;
       for (int r = 0; r < per; ++r) {
-        if (targets[r].empty()) continue;
+        if (groups[r].empty()) continue;
         int gpu = s * per + r;
-        double repFrac = replicas[r].size() * shareFrac;
-        // Conversion (HF names + quantization) runs on the whole gathered
-        // bucket; loading then keeps the replica's slices.
-        TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).quant)),
-                               x.sc.strategy.pipelined ? bucket * repFrac : bucket, 0, gpu, gpu,
+        int node = x.topo.nodeOf(gpu);
+        TaskId conv = x.g.addDelay(convertSec, gpu, sConvert);
+        x.g.dep(ag, conv);
+        // A static schedule quantizes only what this rank sends; the RL
+        // framework converts the whole gathered bucket on every rank.
+        double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;
+        TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).quant)), qBytes, 0, gpu, gpu,
                                sQuant, TaskPath::kCompute);
-        x.g.dep(ag, q);
-        x.g.dep(q, qJoin);
-        TaskId d = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).d2h)), wire * repFrac, 0, gpu,
-                               gpu, sD2h, TaskPath::kPcieD2H);
-        x.g.dep(q, d);
-        std::vector<LinkId> loadPath = onlyLink(x.topo.gpu(gpu).load);
-        for (LinkId l : onlyLink(x.topo.hostMem(x.topo.nodeOf(gpu)))) loadPath.push_back(l);
-        TaskId ld = x.g.addFlow(x.g.addPath(std::move(loadPath)), wire * repFrac, 0, gpu, gpu,
-                                sLoad, TaskPath::kHostMem);
-        x.g.dep(d, ld);
-        x.g.dep(regs[r], ld);
-        for (int t : targets[r]) {
-          TaskId w = x.g.addFlow(x.g.addPath(x.topo.path(gpu, t)), wire * shareFrac,
-                                 x.topo.latency(gpu, t), gpu, t, sWrite, TaskPath::kRdma);
-          x.g.dep(ld, w);
-          x.g.dep(w, allDone);
-          x.g.dep(w, doneJoin);
+        x.g.dep(conv, q);
+        TaskId prev = q;
+        double held = wire * shareFrac * pendingBuckets;  // one engine rank's new bytes
+        for (size_t gi = 0; flush && gi < groups[r].size(); ++gi) {
+          TaskId ld = x.g.addDelay(loadSecPerBucket * pendingBuckets, gpu, sLoad);
+          x.g.dep(prev, ld);
+          x.g.dep(regs[r], ld);
+          std::vector<LinkId> d2hPath = onlyLink(x.topo.gpu(gpu).d2h);
+          for (LinkId l : onlyLink(x.topo.hostMem(node))) d2hPath.push_back(l);
+          TaskId d = x.g.addFlow(x.g.addPath(std::move(d2hPath)), held, 0, gpu, gpu, sD2h,
+                                 TaskPath::kPcieD2H);
+          x.g.dep(ld, d);
+          // Writes read the pinned replica from host memory.
+          TaskId written = x.g.addJoin();
+          for (int t : groups[r][gi].targets) {
+            std::vector<LinkId> wPath = onlyLink(x.topo.hostMem(node));
+            x.topo.appendPath(gpu, t, wPath);
+            TaskId w = x.g.addFlow(x.g.addPath(std::move(wPath)), held, x.topo.latency(gpu, t), gpu,
+                                   t, sWrite, TaskPath::kRdma);
+            x.g.dep(d, w);
+            x.g.dep(w, written);
+          }
+          x.g.dep(written, allDone);
+          // The buffer is reloaded for the next engine rank only after its
+          // writes finished; the last engine rank's writes run in the
+          // background while the next bucket is gathered.
+          bool last = gi + 1 == groups[r].size();
+          prev = last ? d : written;
         }
+        x.g.dep(prev, syncJoin);
       }
+      if (flush) pendingBuckets = 0;
       prevAg = ag;
-      prevQ = qJoin;
-      prevDone = doneJoin;
+      prevSync = syncJoin;
     }
   }
   finish(x, allDone);

@@ -13,7 +13,7 @@ LinkId maybeLink(FlowSolver& s, double cap, std::string name) {
 }
 }  // namespace
 
-Topology::Topology(const workloads::ClusterSpec& spec, int nodes, double quantBps, double loadBps,
+Topology::Topology(const workloads::ClusterSpec& spec, int nodes, double quantBps,
                    FlowSolver& solver)
     : solver_(solver),
       gpusPerNode_(std::max(1, spec.gpusPerNode)),
@@ -36,7 +36,6 @@ Topology::Topology(const workloads::ClusterSpec& spec, int nodes, double quantBp
       l.h2d = maybeLink(solver, spec.pcieH2DBps, p + ".pcie.h2d");
       l.d2h = maybeLink(solver, spec.pcieD2HBps, p + ".pcie.d2h");
       l.quant = maybeLink(solver, quantBps, p + ".fp8quant");
-      l.load = maybeLink(solver, loadBps, p + ".replica_load");
       gpu_.push_back(l);
     }
   }

@@ -1,7 +1,7 @@
 #pragma once
 // The simulated cluster as solver links: per GPU its NIC (tx/rx), NVLink
-// (tx/rx), PCIe (H2D/D2H), an FP8-quantization engine and a replica-load
-// rate; per node its host memory bandwidth; per leaf switch an up- and a
+// (tx/rx), PCIe (H2D/D2H) and an FP8-quantization engine; per node its host
+// memory bandwidth (CPU copies and NIC reads of pinned host buffers); per leaf switch an up- and a
 // downlink to the spine (capacity of the leaf's NICs / oversubscription).
 // GPUs are numbered node * gpusPerNode + gpu.
 
@@ -22,15 +22,14 @@ inline std::vector<LinkId> onlyLink(LinkId l) {
 }
 
 struct GpuLinks {
-  LinkId nvTx, nvRx, h2d, d2h, quant, load;
+  LinkId nvTx, nvRx, h2d, d2h, quant;
 };
 
 class Topology {
  public:
-  // `quantBps` and `loadBps` are per-GPU rates of the calibrated compute
+  // `quantBps` is the per-GPU rate of the calibrated quantization engine
   // resources (see calibration.h); the rest comes from the cluster spec.
-  Topology(const workloads::ClusterSpec& spec, int nodes, double quantBps, double loadBps,
-           FlowSolver& solver);
+  Topology(const workloads::ClusterSpec& spec, int nodes, double quantBps, FlowSolver& solver);
 
   int gpus() const { return static_cast<int>(gpu_.size()); }
   int nodeOf(int g) const { return g / gpusPerNode_; }

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "sim/model_shares.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -92,6 +94,39 @@ TEST(Strategy, RegistrationOnlyOnFirstUpdate) {
   EXPECT_EQ(a->registrationSeconds, 0);
   EXPECT_GT(b->registrationSeconds, 0);
   EXPECT_GT(b->seconds, a->seconds);
+}
+
+TEST(Strategy, P2pPaysHostTimeForEveryGatheredTensor) {
+  // Every training rank converts and quantizes every gathered tensor of its
+  // stage (Python, one tensor at a time): the host time is on the chain.
+  Scenario none = load(scenarioText("engines=2,tp=8,ep=8", 2, "[calibration]\nhost_op_us = 0\n"));
+  Scenario dflt = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  auto a = simulate(none, "p2p");
+  auto b = simulate(dflt, "p2p");
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  ModelShares sh = computeShares(dflt.model, dflt.train, dflt.infer, false);
+  double fewest = 1e18;
+  for (const auto& s : sh.stages) fewest = std::min(fewest, s.tensors);
+  EXPECT_GT(fewest, 128 * 3);  // at least one layer of 128 experts x 3 tensors
+  // The conversion alone (12 ops per tensor) bounds the update from below;
+  // part of it may hide under the background writes of earlier layers.
+  EXPECT_GE(b->seconds, fewest * 12 * dflt.calib.hostOpSeconds);
+  EXPECT_GT(b->seconds - a->seconds, 0.5 * fewest * 12 * dflt.calib.hostOpSeconds);
+}
+
+TEST(Scenario, ClusterPresetWithOverrides) {
+  std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
+  size_t from = t.find("[cluster]"), to = t.find("[strategy]");
+  t.replace(from, to - from, "[cluster]\npreset = \"h800-roce\"\nnic = \"40GB/s\"\n");
+  Scenario sc = load(t);
+  EXPECT_DOUBLE_EQ(sc.cluster.nicBps, 40e9);      // overridden
+  EXPECT_DOUBLE_EQ(sc.cluster.nvlinkBps, 160e9);  // from the preset
+  EXPECT_EQ(sc.cluster.gpusPerNode, 8);
+  std::string bad = t;
+  bad.replace(bad.find("h800-roce"), 9, "no-such-cluster");
+  auto r = parseScenario(bad, "t");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("preset"), std::string::npos) << r.status().toString();
 }
 
 TEST(Scenario, RejectsBadInput) {
