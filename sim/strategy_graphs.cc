@@ -27,6 +27,22 @@ struct Ctx {
   double k = 1;       // merge factor
 };
 
+// Host ops of one bucket's gather on every rank of the stage: the names are
+// exchanged first (an object all-gather: two collectives, then a buffer and
+// a host copy per EP rank), then each local tensor is gathered into EP
+// freshly allocated outputs (EP allocations and one collective).
+// `k` real buckets make one simulated bucket.
+double gatherOps(double tensorsInBucket, int ep, double k) {
+  return (2 + 2.0 * ep) * k + tensorsInBucket / ep * (ep + 1);
+}
+
+// Host time of one bucket before its quantization: gather bookkeeping and
+// the per-tensor conversion.
+double hostSeconds(const Ctx& x, double tensorsInBucket) {
+  return (gatherOps(tensorsInBucket, x.sc.train.ep, x.k) + tensorsInBucket * kConvertOps) *
+         x.sc.calib.hostOpSeconds;
+}
+
 // Orders `members` node by node, rotating each node's GPUs by `c`, so that
 // channel c enters and leaves every node through a different GPU and NIC.
 std::vector<int> channelOrder(const Topology& topo, const std::vector<int>& members, int c) {
@@ -161,8 +177,7 @@ void buildBroadcast(Ctx& x, TaskId start) {
     for (int b = 0; b < nb; ++b) {
       TaskId a1 = ringAllGather(x, ep, bucket * fe, prev, sGather);
       TaskId a2 = ringAllGather(x, tp, bucket * (1 - fe), prev, sGather);
-      TaskId conv =
-          x.g.addDelay(sb.tensors / nb * kConvertOps * x.sc.calib.hostOpSeconds, head, sConvert);
+      TaskId conv = x.g.addDelay(hostSeconds(x, sb.tensors / nb), head, sConvert);
       x.g.dep(a1, conv);
       x.g.dep(a2, conv);
       TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(head).quant)), bucket, 0, head, head,
@@ -258,7 +273,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     // Host time per bucket: every rank converts and quantizes every gathered
     // tensor; each replica load calls the loader on every tensor, and copies
     // the kept ones (narrow, copy, synchronize).
-    double convertSec = tensors * kConvertOps * op;
+    double convertSec = hostSeconds(x, tensors);
     double loadSecPerBucket = (tensors * kLoaderCallOps + kept * kLoaderCopyOps) * op;
     // A replica parameter (e.g. all local experts' w13 of a layer) is loaded
     // and written once all its pieces arrived: gathered buckets interleave
