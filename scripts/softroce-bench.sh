@@ -7,11 +7,11 @@
 # emulation is slow and noisy.
 #
 #   softroce-bench.sh [--sizes 65536,1048576] [--reps 5] [--bytes N]
-#                     [--tx-depth 16] [--mtu 9000] [--device rxe0]
+#                     [--tx-depth 16] [--mtu 9000] [--device rxe0] [--streams 1]
 #                     [--build build] [--json FILE]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-SIZES=65536,1048576 REPS=5 BYTES=33554432 TXDEPTH=16 MTU=9000 DEVICE=rxe0
+SIZES=65536,1048576 REPS=5 BYTES=33554432 TXDEPTH=16 MTU=9000 DEVICE=rxe0 STREAMS=1
 BUILD=$ROOT/build JSON=$ROOT/results/local/softroce-bench.json INNER=0 TIMEOUT=900
 
 usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -23,6 +23,7 @@ while [ $# -gt 0 ]; do
     --tx-depth) TXDEPTH=${2:?}; shift 2 ;;
     --mtu) MTU=${2:?}; shift 2 ;;
     --device) DEVICE=${2:?}; shift 2 ;;
+    --streams) STREAMS=${2:?}; shift 2 ;;
     --build) BUILD=${2:?}; shift 2 ;;
     --json) JSON=${2:?}; shift 2 ;;
     --timeout) TIMEOUT=${2:?}; shift 2 ;;
@@ -32,15 +33,15 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $SIZES =~ ^[0-9]+(,[0-9]+)*$ ]] || { echo "softroce-bench: --sizes must be a comma list of bytes" >&2; exit 2; }
-[[ $REPS =~ ^[1-9][0-9]*$ && $BYTES =~ ^[1-9][0-9]*$ && $TXDEPTH =~ ^[1-9][0-9]*$ ]] ||
-  { echo "softroce-bench: --reps, --bytes, --tx-depth must be positive integers" >&2; exit 2; }
+[[ $REPS =~ ^[1-9][0-9]*$ && $BYTES =~ ^[1-9][0-9]*$ && $TXDEPTH =~ ^[1-9][0-9]*$ && $STREAMS =~ ^[1-9][0-9]*$ ]] ||
+  { echo "softroce-bench: --reps, --bytes, --tx-depth, --streams must be positive integers" >&2; exit 2; }
 
 if [ $INNER -eq 0 ]; then
   mkdir -p "$(dirname "$JSON")" || exit 1
   JSON=$(cd "$(dirname "$JSON")" && pwd -P)/$(basename "$JSON")
   BUILD=$(cd "$BUILD" 2>/dev/null && pwd -P || echo "$BUILD")
   args=(--inner --sizes "$SIZES" --reps "$REPS" --bytes "$BYTES" --tx-depth "$TXDEPTH"
-    --mtu "$MTU" --device "$DEVICE" --build "$BUILD" --json "$JSON")
+    --mtu "$MTU" --device "$DEVICE" --streams "$STREAMS" --build "$BUILD" --json "$JSON")
   if ls /sys/class/infiniband/* >/dev/null 2>&1; then
     exec bash "$0" "${args[@]}"
   fi
@@ -112,32 +113,16 @@ for f in --queue-depth --tx-depth --outstanding; do
   grep -q -- "$f" "$work/help" 2>/dev/null && tideDepthFlag=("$f" "$TXDEPTH") && break
 done
 
-# Median GB/s of a tide bench JSON: "gbps_median"/"median_gbps" if present,
-# else the median of every "gbps" value in it.
+# Median GB/s of a `tide bench transport` JSON (its "gbps": {"median": ...}).
 tideGbps() {
   /usr/bin/python3 - "$1" <<'PY'
-import json, statistics, sys
-doc = json.load(open(sys.argv[1]))
-found, med = [], []
-def walk(x):
-    if isinstance(x, dict):
-        for k, v in x.items():
-            if k in ("gbps_median", "median_gbps") and isinstance(v, (int, float)):
-                med.append(v)
-            elif k == "gbps" and isinstance(v, (int, float)):
-                found.append(v)
-            else:
-                walk(v)
-    elif isinstance(x, list):
-        for v in x:
-            walk(v)
-walk(doc)
-vals = med or found
-print(statistics.median(vals) if vals else "null")
+import json, sys
+g = json.load(open(sys.argv[1])).get("gbps")
+print(g["median"] if isinstance(g, dict) and isinstance(g.get("median"), (int, float)) else "null")
 PY
 }
 
-echo "softroce-bench: $DEVICE (path MTU $pmtu, netdev MTU $MTU), ib_write_bw -t $TXDEPTH, $BYTES B per repetition, median of $REPS"
+echo "softroce-bench: $DEVICE (path MTU $pmtu, netdev MTU $MTU), ib_write_bw -t $TXDEPTH (1 QP), tide --streams $STREAMS, $BYTES B per repetition, median of $REPS"
 [ -n "$tideSkip" ] && echo "tide: skipped: $tideSkip"
 rows=()
 port=18700
@@ -151,7 +136,7 @@ for size in ${SIZES//,/ }; do
     pv+=("$v")
     if [ -z "$tideSkip" ]; then
       if "$tideBin" bench transport --backend rdma --device "$DEVICE" --size "$((size * iters))" --block "$size" \
-        --repetitions 1 "${tideDepthFlag[@]}" --json "$work/tide.json" >"$work/tide.log" 2>&1; then
+        --streams "$STREAMS" --repetitions 1 "${tideDepthFlag[@]}" --json "$work/tide.json" >"$work/tide.log" 2>&1; then
         tv+=("$(tideGbps "$work/tide.json")")
       else
         echo "tide: failed at $size B: $(tail -n1 "$work/tide.log")" >&2
@@ -177,7 +162,7 @@ for row in "${rows[@]}"; do
 done
 
 {
-  printf '{\n  "device": "%s", "path_mtu": %s, "netdev_mtu": %s, "tx_depth": %s,\n' "$DEVICE" "${pmtu:-null}" "$MTU" "$TXDEPTH"
+  printf '{\n  "device": "%s", "path_mtu": %s, "netdev_mtu": %s, "tx_depth": %s, "tide_streams": %s,\n' "$DEVICE" "${pmtu:-null}" "$MTU" "$TXDEPTH" "$STREAMS"
   printf '  "bytes_per_repetition": %s, "repetitions": %s, "kernel": "%s",\n' "$BYTES" "$REPS" "$(uname -r)"
   tideState="measured"
   [ -n "$tideSkip" ] && tideState="skipped: ${tideSkip//\"/\'}"

@@ -87,6 +87,13 @@ NET
       setSysctl "net.ipv4.conf.$c.accept_local" 1
       setSysctl "net.ipv4.conf.$c.rp_filter" 0
     done
+    # veth hands every packet to the per-CPU input backlog, which drops past
+    # netdev_max_backlog (1000); rxe bursts a whole READ response (1024
+    # packets per MiB at MTU 1500) at once. This kernel's rxe does not recover
+    # from such drops: a READ can be reported complete without its data
+    # (docs/softroce.md, "Two devices"). Packets in flight are bounded by the
+    # QPs' queues, so a deep backlog means no drops at all.
+    setSysctl net.core.netdev_max_backlog 262144
     try up ip -batch - <<NET
 link set veth0 up
 link set veth1 up
