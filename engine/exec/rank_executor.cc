@@ -100,9 +100,33 @@ Status RankExecutor::setup() {
     remoteIds_[g.peer][s] = remote.id;
     imported[g.peer][s] = true;
   }
+  if (options_.mode == UpdateMode::kSparse) {
+    if (options_.poisonTargets) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "sparse: deltas apply to version 0, not to a poison pattern");
+    }
+    TIDE_ASSIGN_OR_RETURN(sparse_, SparsePath::create(plan_, layouts_, schedule_, weights_,
+                                                      transport_, store_, options_.timeoutSeconds));
+  } else if (options_.mode == UpdateMode::kDiskDelta) {
+    TIDE_ASSIGN_OR_RETURN(
+        disk_, DiskDeltaPath::create(plan_, layouts_, schedule_, store_,
+                                     DiskDeltaPathOptions{options_.deltaDir, options_.baseEvery,
+                                                          options_.timeoutSeconds}));
+    // Version 0 goes to the directory as a base, and every inference rank
+    // rebuilds its mirrors from it.
+    if (plan_.ranks[rank_].role == plan::Role::kTrainer) TIDE_RETURN_IF_ERROR(materializeTrain(0));
+    DiskDeltaCounters ignored;
+    TIDE_RETURN_IF_ERROR(disk_->step(0, bufferArray(), ignored));
+  }
   TIDE_RETURN_IF_ERROR(materializeInfer(0));
   return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
                       options_.timeoutSeconds);
+}
+
+std::array<uint8_t*, kSpaceCount> RankExecutor::bufferArray() {
+  std::array<uint8_t*, kSpaceCount> b{};
+  for (int s = 0; s < kSpaceCount; ++s) b[s] = buffers_[s].get();
+  return b;
 }
 
 Status RankExecutor::materializeTrain(int version) {
@@ -148,8 +172,32 @@ Status RankExecutor::verify(int version) const {
   return Status::ok();
 }
 
+Status RankExecutor::transferDisk(int step, traces::EventSink* events, RankStep& out) {
+  DiskDeltaCounters c;
+  const double t0 = now();
+  TIDE_RETURN_IF_ERROR(disk_->step(static_cast<uint64_t>(step), bufferArray(), c));
+  out.bytesSent = c.fileBytes;
+  out.bytesFull = c.sliceBytes;
+  out.bytesRead = c.bytesRead;
+  out.elements = c.elements;
+  out.changed = c.changed;
+  if (!events || (c.fileBytes == 0 && c.bytesRead == 0)) return Status::ok();
+  traces::Event e;
+  e.tStart = t0 - epoch_;
+  e.tEnd = now() - epoch_;
+  e.src = e.dst = rank_;
+  e.bytes = c.fileBytes + c.bytesRead;
+  e.step = step;
+  e.path = traces::EventPath::kDisk;
+  return events->append(e);
+}
+
 Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out) {
+  if (disk_) return transferDisk(step, events, out);
   const RankSchedule& s = schedule_;
+  const auto buffers = bufferArray();
+  std::vector<uint64_t> wire(s.out.size(), 0);  // bytes each group put on the wire
+  if (sparse_) (void)sparse_->takeCounters();   // a failed step's counts do not carry over
   // Outstanding work this rank receives or does locally, per (stage, bucket) and per stage.
   std::unordered_map<uint64_t, int64_t> pending;
   std::vector<int64_t> stagePending(plan_.stages.size(), 0);
@@ -240,17 +288,24 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
           return TIDE_ERROR(Code::kInternal, "exec: empty transfer group");
         }
         reqs.clear();
-        for (const Run& r : g.runs) {
-          transport::Request q;
-          q.op = transport::Op::kWrite;
-          q.localRegion = localIds_[static_cast<int>(g.srcSpace)];
-          q.localOffset = r.srcOffset;
-          q.peer = g.peer;
-          q.remoteRegion = remoteIds_[g.peer][static_cast<int>(g.dstSpace)];
-          q.remoteOffset = r.dstOffset;
-          q.length = r.bytes;
+        if (sparse_) {
+          // One delta block of the whole group instead of its bytes.
+          TIDE_ASSIGN_OR_RETURN(auto q, sparse_->encode(i, buffers));
           reqs.push_back(q);
+        } else {
+          for (const Run& r : g.runs) {
+            transport::Request q;
+            q.op = transport::Op::kWrite;
+            q.localRegion = localIds_[static_cast<int>(g.srcSpace)];
+            q.localOffset = r.srcOffset;
+            q.peer = g.peer;
+            q.remoteRegion = remoteIds_[g.peer][static_cast<int>(g.dstSpace)];
+            q.remoteOffset = r.dstOffset;
+            q.length = r.bytes;
+            reqs.push_back(q);
+          }
         }
+        for (const auto& q : reqs) wire[i] += q.length;
         // The immediate comes last: requests to one peer land in order.
         reqs.back().op = transport::Op::kWriteWithImm;
         reqs.back().imm = g.unit;
@@ -269,8 +324,9 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     }
     auto finish = [&](size_t k) -> Status {
       const OutGroup& g = s.out[flights[k].group];
-      TIDE_RETURN_IF_ERROR(emit(flights[k].t0, now(), rank_, g.peer, g.bytes, g.stage, path_));
-      out.bytesSent += g.bytes;
+      const uint64_t bytes = wire[flights[k].group];
+      TIDE_RETURN_IF_ERROR(emit(flights[k].t0, now(), rank_, g.peer, bytes, g.stage, path_));
+      out.bytesSent += bytes;
       --leftOut;
       flights[k] = flights.back();
       flights.pop_back();
@@ -307,6 +363,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
                               std::to_string(n->imm) + " from rank " + std::to_string(n->peer));
       }
       const InUnit& u = s.in[n->imm];
+      if (sparse_) TIDE_RETURN_IF_ERROR(sparse_->check(n->imm, buffers));
       arrived[n->imm] = 1;
       --leftIn;
       landed(u.stage, u.bucket);
@@ -343,6 +400,15 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
                             std::to_string(leftIn) + " arrivals and " + std::to_string(leftLocal) +
                             " local tasks pending" + what + ")");
     }
+  }
+  if (sparse_) {
+    TIDE_RETURN_IF_ERROR(sparse_->applyAll(buffers));
+    const SparseCounters c = sparse_->takeCounters();
+    out.bytesFull = c.fullBytes;
+    out.elements = c.elements;
+    out.changed = c.changed;
+  } else {
+    out.bytesFull = out.bytesSent;
   }
   return Status::ok();
 }
@@ -387,6 +453,7 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
     }
   }
   version_ = step;
+  if (sparse_) sparse_->commit(bufferArray());  // the next delta is encoded against this version
   return out;
 }
 

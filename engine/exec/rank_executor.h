@@ -22,14 +22,23 @@
 
 #include "engine/core/kv_store.h"
 #include "engine/core/status.h"
+#include "engine/exec/disk_delta_path.h"
 #include "engine/exec/rank_layout.h"
 #include "engine/exec/rank_schedule.h"
+#include "engine/exec/sparse_path.h"
 #include "engine/plan/transfer_plan.h"
 #include "engine/transport/transport.h"
 #include "traces/event.h"
 #include "workloads/weights.h"
 
 namespace tide::exec {
+
+// How an update reaches the inference shards (the plan says what goes where).
+enum class UpdateMode {
+  kFull,       // one-sided writes of the bytes (broadcast, p2p)
+  kSparse,     // p2p writes of delta blocks, applied by the target (sparse_path.h)
+  kDiskDelta,  // delta files in a shared directory (disk_delta_path.h)
+};
 
 struct ExecOptions {
   double timeoutSeconds = 120;  // a step that makes no progress for this long fails
@@ -41,6 +50,9 @@ struct ExecOptions {
   // of step `corruptStep`, so verification must fail.
   int corruptRank = -1;
   int corruptStep = 1;
+  UpdateMode mode = UpdateMode::kFull;
+  std::string deltaDir;    // kDiskDelta: the shared directory
+  uint32_t baseEvery = 8;  // kDiskDelta: a full base every K versions
 };
 
 struct RankStep {
@@ -50,6 +62,9 @@ struct RankStep {
   double verifySeconds = 0;
   uint64_t bytesSent = 0;  // non-local bytes this rank sent
   uint64_t bytesLocal = 0;
+  uint64_t bytesFull = 0;  // what a full update of the same data moves (sparse / disk-delta)
+  uint64_t bytesRead = 0;  // disk-delta: bytes read from files
+  uint64_t elements = 0, changed = 0;  // sparse / disk-delta: elements encoded, changed
 };
 
 class RankExecutor {
@@ -81,8 +96,10 @@ class RankExecutor {
   Status materializeTrain(int version);
   Status materializeInfer(int version);
   Status transfer(int step, traces::EventSink* events, RankStep& out);
+  Status transferDisk(int step, traces::EventSink* events, RankStep& out);
   Status verify(int version) const;
   uint8_t* buffer(plan::Space s) { return buffers_[static_cast<int>(s)].get(); }
+  std::array<uint8_t*, kSpaceCount> bufferArray();
 
   const plan::TransferPlan& plan_;
   const std::vector<RankLayout>& layouts_;
@@ -100,6 +117,8 @@ class RankExecutor {
   // remoteIds_[peer][space]: imported region ids of the peers this rank writes to.
   std::vector<std::array<uint32_t, kSpaceCount>> remoteIds_;
   traces::EventPath path_ = traces::EventPath::kUnknown;
+  std::unique_ptr<SparsePath> sparse_;
+  std::unique_ptr<DiskDeltaPath> disk_;
 };
 
 }  // namespace tide::exec

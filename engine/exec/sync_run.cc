@@ -48,7 +48,8 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
     std::ostringstream t;
     t.precision(17);
     t << rs.tStart << ' ' << rs.tEnd << ' ' << rs.bytesSent << ' ' << rs.bytesLocal << ' '
-      << rs.verifySeconds;
+      << rs.verifySeconds << ' ' << rs.bytesFull << ' ' << rs.bytesRead << ' ' << rs.elements << ' '
+      << rs.changed;
     TIDE_RETURN_IF_ERROR(store.set(timeKey(step, rank), t.str()));
     if (options.gatherEvents && rank != 0) {
       std::string bytes(mine.events.size() * sizeof(traces::Event), '\0');
@@ -62,6 +63,10 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       st.verifySeconds = rs.verifySeconds;
       st.bytes = rs.bytesSent;
       st.localBytes = rs.bytesLocal;
+      st.fullBytes = rs.bytesFull;
+      st.bytesRead = rs.bytesRead;
+      st.elements = rs.elements;
+      st.changed = rs.changed;
       out.push_back(st);
       continue;
     }
@@ -70,8 +75,8 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       TIDE_ASSIGN_OR_RETURN(std::string v, store.get(timeKey(step, r), timeout));
       std::istringstream in(v);
       double a = 0, b = 0, vs = 0;
-      uint64_t sent = 0, local = 0;
-      if (!(in >> a >> b >> sent >> local >> vs)) {
+      uint64_t sent = 0, local = 0, full = 0, read = 0, elements = 0, changed = 0;
+      if (!(in >> a >> b >> sent >> local >> vs >> full >> read >> elements >> changed)) {
         return TIDE_ERROR(Code::kDataLoss,
                           "exec: bad timing record from rank " + std::to_string(r));
       }
@@ -79,6 +84,10 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       t1 = std::max(t1, b);
       st.bytes += sent;
       st.localBytes += local;
+      st.fullBytes += full;
+      st.bytesRead += read;
+      st.elements += elements;
+      st.changed += changed;
       st.verifySeconds = std::max(st.verifySeconds, vs);
     }
     st.seconds = t1 - t0;
@@ -125,10 +134,12 @@ Result<std::vector<StepStats>> runThreads(const plan::TransferPlan& plan,
         status[r] = t.status();
         return;
       }
+      std::unique_ptr<transport::Transport> tr = std::move(*t);
+      if (options.wrapTransport) tr = options.wrapTransport(std::move(tr), r);
       PrefixStore execStore(store, "exec/");
       RankRunOptions o = options;
       o.gatherEvents = false;  // one process: every rank appends to the shared sink
-      auto res = runRank(plan, layouts, weights, **t, execStore, o, events);
+      auto res = runRank(plan, layouts, weights, *tr, execStore, o, events);
       if (res.isOk()) {
         stats[r] = std::move(*res);
       } else {
@@ -137,9 +148,11 @@ Result<std::vector<StepStats>> runThreads(const plan::TransferPlan& plan,
     });
   }
   for (auto& th : threads) th.join();
-  // The error a rank found itself beats the timeouts it caused in others.
+  // The error a rank found itself beats the timeouts and lost peers it
+  // caused in others (a rank that fails leaves, closing its connections).
+  auto consequence = [](Code c) { return c == Code::kTimeout || c == Code::kUnavailable; };
   for (int r = 0; r < world; ++r) {
-    if (!status[r].isOk() && status[r].code() != Code::kTimeout) return status[r];
+    if (!status[r].isOk() && !consequence(status[r].code())) return status[r];
   }
   for (int r = 0; r < world; ++r) {
     if (!status[r].isOk()) return status[r];

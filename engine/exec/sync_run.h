@@ -6,7 +6,9 @@
 // latest end of a transfer (steady clock, shared by the processes of a host).
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,9 @@ struct StepStats {
   double verifySeconds = 0;  // slowest rank's verification
   uint64_t bytes = 0;        // bytes that crossed ranks (sum over senders)
   uint64_t localBytes = 0;   // bytes copied / converted on a rank
+  uint64_t fullBytes = 0;    // what a full update of the same data moves (= bytes for full)
+  uint64_t bytesRead = 0;    // disk-delta: bytes read back by inference ranks
+  uint64_t elements = 0, changed = 0;  // sparse / disk-delta: elements encoded, changed
 };
 
 struct RankRunOptions {
@@ -29,6 +34,9 @@ struct RankRunOptions {
   int steps = 1;
   // Processes: ranks != 0 hand their events to rank 0 through the store.
   bool gatherEvents = false;
+  // runThreads: wraps each rank's transport (tests: fault injection).
+  std::function<std::unique_ptr<transport::Transport>(std::unique_ptr<transport::Transport>, int)>
+      wrapTransport;
 };
 
 // Runs `steps` updates as the transport's rank. Rank 0 gets the aggregated

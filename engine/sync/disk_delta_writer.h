@@ -69,6 +69,7 @@ class DiskDeltaWriter {
 
   uint32_t rank() const { return rank_; }
   const DiskDeltaOptions& options() const { return options_; }
+  const DiskDeltaSlice& slice() const { return slice_; }
 
  private:
   DiskDeltaOptions options_;
