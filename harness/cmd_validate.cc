@@ -6,6 +6,7 @@
 #include <string>
 
 #include "engine/core/status.h"
+#include "engine/core/units.h"
 #include "engine/plan/transfer_plan.h"
 #include "harness/command.h"
 #include "sim/plan_lowering.h"
@@ -31,7 +32,7 @@ nlohmann::json readJson(const std::string& path) {
 
 void addValidateCommand(CLI::App& app) {
   struct Opts {
-    std::string real, plan, cluster, json;
+    std::string real, plan, cluster, json, chunk = "4MiB";
     double threshold = 15;
   };
   auto o = std::make_shared<Opts>();
@@ -41,6 +42,9 @@ void addValidateCommand(CLI::App& app) {
   cmd->add_option("--plan", o->plan, "the plan that run executed (tide.plan/1 JSON)")->required();
   cmd->add_option("--cluster", o->cluster,
                   "cluster spec (preset, file or emulated:...); default: the run's \"cluster\"");
+  cmd->add_option("--chunk", o->chunk,
+                  "broadcast chunk the run used (tide sync --chunk; the plan does not say)")
+      ->capture_default_str();
   cmd->add_option("--threshold", o->threshold, "allowed mean |error| in percent")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -54,7 +58,9 @@ void addValidateCommand(CLI::App& app) {
     if (clusterName.empty())
       throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "no --cluster and the run names none"));
     workloads::ClusterSpec cluster = orThrow(workloads::loadCluster(clusterName));
-    sim::StrategyResult r = orThrow(sim::simulatePlan(p, cluster));
+    uint64_t chunk = orThrow(parseSize(o->chunk));
+    sim::StrategyResult r =
+        orThrow(sim::simulatePlan(p, cluster, sim::Calibration{}, static_cast<double>(chunk)));
     sim::Validation v = orThrow(sim::compareWithReal(
         real, r.seconds, static_cast<double>(p.summarize().totalBytes), o->threshold / 100));
     std::printf("validate %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n",

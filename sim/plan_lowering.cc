@@ -22,8 +22,8 @@ struct Group {
 }  // namespace
 
 Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
-                                    const workloads::ClusterSpec& cluster,
-                                    const Calibration& calib) {
+                                    const workloads::ClusterSpec& cluster, const Calibration& calib,
+                                    double chunkBytes) {
   TIDE_RETURN_IF_ERROR(p.validate());
   if (p.ranks.empty()) return TIDE_ERROR(Code::kInvalidArgument, "plan has no ranks");
   int gpn = std::max(1, cluster.gpusPerNode);
@@ -104,10 +104,14 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
     auto [stage, bucket] = k;
     std::vector<LinkId> links;
     double lat = 0, bytes = 0;
-    for (const plan::Move* m : hops) {
-      topo.appendPath(gpuOf(m->src), gpuOf(m->dst), links);
-      lat += topo.latency(gpuOf(m->src), gpuOf(m->dst));
-      bytes = std::max(bytes, static_cast<double>(m->bytes));
+    for (size_t i = 0; i < hops.size(); ++i) {
+      int a = gpuOf(hops[i]->src), b = gpuOf(hops[i]->dst);
+      topo.appendPath(a, b, links);
+      lat += topo.latency(a, b);
+      double cap = topo.hopCapacity(a, b);
+      // Store and forward: every hop after the first waits for one chunk.
+      if (i > 0 && chunkBytes > 0 && cap > 0) lat += chunkBytes / cap;
+      bytes = std::max(bytes, static_cast<double>(hops[i]->bytes));
     }
     auto [in, out] = bucketJoins(stage, bucket);
     TaskId t = g.addFlow(
@@ -137,8 +141,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
   r.strategy = p.strategy;
   linkLowerBound(g, solver, &r.lowerBoundSeconds, &r.bottleneck);
   TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver));
-  r.seconds = ex.makespan;
-  r.stages = std::move(ex.stages);
+  takeExecution(r, std::move(ex), g);
   auto sum = p.summarize();
   r.wireBytes = static_cast<double>(sum.totalBytes);
   for (size_t i = 0; i < sum.receivedBytes.size(); ++i) {
@@ -147,12 +150,6 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
           std::max(r.bytesPerInferRank, static_cast<double>(sum.receivedBytes[i]));
   }
   r.bucketsPerStage = static_cast<int>(maxBucket) + 1;
-  r.tasks = ex.tasksRun;
-  r.flows = ex.flows;
-  r.wallSeconds = ex.wallSeconds;
-  r.eventsPerSecond = ex.eventsPerSecond();
-  r.events = std::move(ex.events);
-  r.stageNames = g.stageNames();
   return r;
 }
 

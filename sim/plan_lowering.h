@@ -14,8 +14,12 @@
 
 namespace tide::sim {
 
+// `chunkBytes` > 0: broadcast chains forward in chunks of that size (store
+// and forward per hop), so a bucket's chain pays one chunk time per hop after
+// the first (the pipeline fill); the plan does not carry the chunk size.
 [[nodiscard]] Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
                                                   const workloads::ClusterSpec& cluster,
-                                                  const Calibration& calib = {});
+                                                  const Calibration& calib = {},
+                                                  double chunkBytes = 0);
 
 }  // namespace tide::sim

@@ -36,20 +36,24 @@ Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy)
   r.strategy = strategy;
   linkLowerBound(g, solver, &r.lowerBoundSeconds, &r.bottleneck);
   TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver));
-  r.seconds = ex.makespan;
-  r.stages = std::move(ex.stages);
+  takeExecution(r, std::move(ex), g);
   r.wireBytes = shares.wireTotal;
   r.bytesPerInferRank = strategy == "broadcast" ? shares.wireTotal : shares.sharePerRank;
   r.bucketsPerStage = info.bucketsPerStage;
   r.mergeFactor = info.mergeFactor;
   r.registrationSeconds = info.registrationSeconds;
+  return r;
+}
+
+void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g) {
+  r.seconds = ex.makespan;
+  r.stages = std::move(ex.stages);
   r.tasks = ex.tasksRun;
   r.flows = ex.flows;
   r.wallSeconds = ex.wallSeconds;
   r.eventsPerSecond = ex.eventsPerSecond();
   r.events = std::move(ex.events);
   r.stageNames = g.stageNames();
-  return r;
 }
 
 nlohmann::json StrategyResult::toJson() const {

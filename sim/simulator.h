@@ -42,4 +42,7 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
 
 [[nodiscard]] Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy);
 
+// Moves an execution's time, stages, counters and events into `r`.
+void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g);
+
 }  // namespace tide::sim

@@ -3,11 +3,11 @@
 // each within 15 %, ratio 6.4-8.4; and each simulation under 10 s of CPU.
 //
 // The p2p figure is a known gap (docs/sim.md, "Known gap"): the mechanisms
-// modelled predict about half the published time. Its reproduction check is
-// reported as skipped with the gap unless TIDE_SIM_STRICT=1, so the suite
-// stays green while the figure stays visible; the checks that must hold
-// whatever the gap (p2p beats broadcast, is not below its own lower bound,
-// runs fast) always run.
+// modelled from the public implementation predict about 63 % of the
+// published time. Its reproduction check is reported as skipped with the
+// gap unless TIDE_SIM_STRICT=1, so the suite stays green while the figure
+// stays visible; the checks that must hold whatever the gap (p2p beats
+// broadcast, is not below its own lower bound, runs fast) always run.
 
 #include <gtest/gtest.h>
 
