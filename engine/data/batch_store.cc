@@ -3,10 +3,17 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/data/payload_checksum.h"
+
 namespace tide::data {
 namespace {
 
-constexpr uint64_t kChunkBytes = 8ull << 20;  // one request per 8 MiB: backends stripe them
+// One request per checksum piece (8 MiB): backends stripe them, and a reader
+// verifies each piece as its request completes.
+constexpr uint64_t kChunkBytes = kChecksumChunk;
+// Verified reads are submitted as batches of about this many bytes, so the
+// first ones are hashed while the later ones are still in flight.
+constexpr uint64_t kPipelineBytes = 64ull << 20;
 
 uint64_t alignUp(uint64_t v) {
   return (v + kPayloadAlign - 1) / kPayloadAlign * kPayloadAlign;
@@ -122,8 +129,27 @@ uint32_t BatchStore::regionIndex(Manifest& m, const transport::RemoteRegion& r) 
   return static_cast<uint32_t>(m.regions.size() - 1);
 }
 
+void BatchStore::fillChecksums(Manifest& m, const std::vector<PendingSum>& sums) {
+  std::vector<std::vector<uint64_t>> hashes(sums.size());
+  std::vector<HashJob> jobs;
+  for (size_t i = 0; i < sums.size(); ++i) {
+    hashes[i].resize(pieceCount(sums[i].length));
+    for (uint64_t k = 0; k < hashes[i].size(); ++k) {
+      uint64_t at = k * kChecksumChunk;
+      jobs.push_back(
+          {sums[i].data + at, std::min(kChecksumChunk, sums[i].length - at), &hashes[i][k]});
+    }
+  }
+  hashJobs(jobs, checksumThreads());
+  for (size_t i = 0; i < sums.size(); ++i) {
+    FieldManifest& f = m.fields[sums[i].field];
+    (sums[i].offsets ? f.offsets : f.data).checksum = combinePieceHashes(hashes[i]);
+  }
+}
+
 Status BatchStore::placeColumn(const std::string& name, const Column& column, Manifest& m,
-                               FieldManifest& f, Held& held) {
+                               FieldManifest& f, size_t index, Held& held,
+                               std::vector<PendingSum>& sums) {
   TIDE_RETURN_IF_ERROR(column.validate().withContext("field '" + name + "'"));
   f.name = name;
   f.kind = column.kind();
@@ -178,7 +204,7 @@ Status BatchStore::placeColumn(const std::string& name, const Column& column, Ma
   for (auto& p : pieces) {
     if (!p.packed) stats_.putBytesZeroCopy += p.bytes.size();
     const uint8_t* src = p.packed ? lease->data() + p.at : p.bytes.data();
-    p.seg->checksum = checksum(src, p.bytes.size());
+    sums.push_back({index, p.seg == &f.offsets, src, p.bytes.size()});
   }
   held.keep.push_back(column.data());
   if (column.isRagged()) held.keep.push_back(column.offsetsRef());
@@ -205,11 +231,13 @@ Status BatchStore::put(const std::string& id, const Batch& batch, const PutOptio
   uint64_t packed = 0;
   TIDE_ASSIGN_OR_RETURN(Batch placed, packBatch(pool_, batch, packed));
   stats_.putBytesPacked += packed;
+  std::vector<PendingSum> sums;
   for (const auto& [name, column] : placed.columns()) {
     FieldManifest f;
-    TIDE_RETURN_IF_ERROR(placeColumn(name, column, m, f, held));
+    TIDE_RETURN_IF_ERROR(placeColumn(name, column, m, f, m.fields.size(), held, sums));
     m.fields.push_back(std::move(f));
   }
+  fillChecksums(m, sums);
   stats_.putBytesZeroCopy -= packed;  // placed from the pack lease, counted above
   TIDE_RETURN_IF_ERROR(m.validate().withContext("batch '" + id + "'"));
   {
@@ -307,15 +335,26 @@ Status BatchStore::readWhole(const Manifest& m, const std::vector<const FieldMan
   }
   TIDE_ASSIGN_OR_RETURN(Lease l, pool_.acquire(std::max(total, kPayloadAlign)));
   auto lease = std::make_shared<Lease>(std::move(l));
+  // One request per checksum piece; segment 2i is field i's data, 2i+1 its offsets.
   std::vector<transport::Request> reqs;
+  std::vector<size_t> reqSegment;
+  std::vector<std::vector<uint64_t>> hashes(2 * fields.size());
   for (size_t i = 0; i < fields.size(); ++i) {
     const FieldManifest& f = *fields[i];
     if (f.kind != ColumnKind::kDense)
       addReads(reqs, m.regions[f.offsets.region], f.offsets.offset, *lease, offAt[i],
                f.offsets.length);
+    reqSegment.resize(reqs.size(), 2 * i + 1);
     addReads(reqs, m.regions[f.data.region], f.data.offset, *lease, dataAt[i], f.data.length);
+    reqSegment.resize(reqs.size(), 2 * i);
+    hashes[2 * i].reserve(pieceCount(f.data.length));
+    hashes[2 * i + 1].reserve(pieceCount(f.offsets.length));
   }
-  TIDE_RETURN_IF_ERROR(transfer(reqs));
+  if (!spec.verify) {
+    TIDE_RETURN_IF_ERROR(transfer(reqs));
+  } else {
+    TIDE_RETURN_IF_ERROR(transferVerified(reqs, reqSegment, *lease, hashes));
+  }
   stats_.getBytes += total;
   BufferRef whole{lease, lease->data(), lease->size()};
   out = Batch(m.rows);
@@ -324,9 +363,10 @@ Status BatchStore::readWhole(const Manifest& m, const std::vector<const FieldMan
     BufferRef data = whole.sub(dataAt[i], f.data.length);
     BufferRef offs = whole.sub(offAt[i], f.offsets.length);
     if (spec.verify) {
-      if (checksum(data.data, data.size) != f.data.checksum)
+      if (combinePieceHashes(hashes[2 * i]) != f.data.checksum)
         return TIDE_ERROR(Code::kDataLoss, "field '" + f.name + "' payload checksum mismatch");
-      if (f.kind != ColumnKind::kDense && checksum(offs.data, offs.size) != f.offsets.checksum)
+      if (f.kind != ColumnKind::kDense &&
+          combinePieceHashes(hashes[2 * i + 1]) != f.offsets.checksum)
         return TIDE_ERROR(Code::kDataLoss, "field '" + f.name + "' offsets checksum mismatch");
     }
     auto col = makeColumn(f, m.rows, data, offs, f.valueBase);
@@ -338,6 +378,45 @@ Status BatchStore::readWhole(const Manifest& m, const std::vector<const FieldMan
     TIDE_RETURN_IF_ERROR(out.add(f.name, std::move(col).value()));
   }
   return Status::ok();
+}
+
+Status BatchStore::transferVerified(const std::vector<transport::Request>& reqs,
+                                    const std::vector<size_t>& reqSegment, const Lease& lease,
+                                    std::vector<std::vector<uint64_t>>& hashes) {
+  // Submit every group first, then hash each group's pieces as it lands while
+  // the later groups are still moving. Pieces of one segment stay in order.
+  std::vector<size_t> groupEnd;
+  uint64_t bytes = 0;
+  for (size_t r = 0; r < reqs.size(); ++r) {
+    bytes += reqs[r].length;
+    if (bytes >= kPipelineBytes || r + 1 == reqs.size()) {
+      groupEnd.push_back(r + 1);
+      bytes = 0;
+    }
+  }
+  std::vector<transport::BatchId> batches;
+  Status first;
+  for (size_t g = 0; g < groupEnd.size() && first.isOk(); ++g) {
+    size_t b = g == 0 ? 0 : groupEnd[g - 1];
+    auto id = transport_.submit(std::span(reqs).subspan(b, groupEnd[g] - b));
+    if (id.isOk()) batches.push_back(*id);
+    if (!id.isOk()) first = id.status();
+  }
+  for (size_t g = 0; g < batches.size(); ++g) {
+    Status s = transport_.wait(batches[g], timeout_);
+    if (!s.isOk() && first.isOk()) first = s;
+    if (!first.isOk()) continue;  // still wait for the rest: they write into the lease
+    size_t b = g == 0 ? 0 : groupEnd[g - 1];
+    std::vector<HashJob> jobs;
+    for (size_t r = b; r < groupEnd[g]; ++r) {
+      auto& h = hashes[reqSegment[r]];
+      h.push_back(0);
+      jobs.push_back(
+          {lease.data() + (reqs[r].localOffset - lease.regionOffset()), reqs[r].length, &h.back()});
+    }
+    hashJobs(jobs, checksumThreads());
+  }
+  return first;
 }
 
 Status BatchStore::readRanges(const Manifest& m, const std::vector<const FieldManifest*>& fields,
@@ -460,8 +539,10 @@ Status BatchStore::append(const std::string& id, const std::string& name, const 
     if (it != held_.end()) held.expectedReaders = it->second.expectedReaders;
   }
   FieldManifest f;
-  TIDE_RETURN_IF_ERROR(placeColumn(name, column, m, f, held));
+  std::vector<PendingSum> sums;
+  TIDE_RETURN_IF_ERROR(placeColumn(name, column, m, f, m.fields.size(), held, sums));
   m.fields.push_back(std::move(f));
+  fillChecksums(m, sums);
   ++m.generation;
   TIDE_RETURN_IF_ERROR(m.validate().withContext("batch '" + id + "'"));
   {

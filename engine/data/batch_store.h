@@ -83,13 +83,28 @@ class BatchStore {
     int expectedReaders = 1;
     std::vector<BufferRef> keep;  // payload owners
   };
-  // Payload segments for `column`, packing into `pack` if not in pool memory.
+  // A segment whose checksum put()/append() still has to compute.
+  struct PendingSum {
+    size_t field = 0;  // index into Manifest::fields
+    bool offsets = false;
+    const uint8_t* data = nullptr;
+    uint64_t length = 0;
+  };
+  // Payload segments for `column` (field `index` of `m`), packed into a lease
+  // if not in pool memory; their checksums are queued in `sums`.
   Status placeColumn(const std::string& name, const Column& column, Manifest& m, FieldManifest& f,
-                     Held& held);
+                     size_t index, Held& held, std::vector<PendingSum>& sums);
+  // Hashes every queued segment (all pieces on several threads) into `m`.
+  static void fillChecksums(Manifest& m, const std::vector<PendingSum>& sums);
   Status readRanges(const Manifest& m, const std::vector<const FieldManifest*>& fields,
                     const ReadSpec& spec, Batch& out);
   Status readWhole(const Manifest& m, const std::vector<const FieldManifest*>& fields,
                    const ReadSpec& spec, Batch& out);
+  // Transfers `reqs` (grouped, several batches in flight) and hashes each
+  // request's bytes into hashes[reqSegment[r]] as its group completes.
+  Status transferVerified(const std::vector<transport::Request>& reqs,
+                          const std::vector<size_t>& reqSegment, const Lease& lease,
+                          std::vector<std::vector<uint64_t>>& hashes);
   Status importRegions(const Manifest& m);
   Status transfer(std::vector<transport::Request>& requests);
   uint32_t regionIndex(Manifest& m, const transport::RemoteRegion& r);

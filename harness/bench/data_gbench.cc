@@ -1,6 +1,7 @@
-// Data-plane microbenchmarks: BufferPool acquire+release, manifest decode, and
-// tide put+get into views vs a raw READ of the same bytes (pack and unpack
-// included; Google Benchmark's first iterations are its warm-up).
+// Data-plane microbenchmarks: BufferPool acquire+release, manifest decode,
+// ragged pack/unpack, and tide put+get into views vs a raw READ of the same
+// bytes (pack and unpack included; Google Benchmark's first iterations are
+// its warm-up).
 
 #include <benchmark/benchmark.h>
 
@@ -45,6 +46,47 @@ void BM_ManifestDecode(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(orThrow(Manifest::decode(bytes)).fields.size());
 }
 BENCHMARK(BM_ManifestDecode);
+
+// Per-sample token rows with the workloads rollout length model (long-tailed).
+const std::vector<std::vector<int32_t>>& rolloutRows() {
+  static const auto rows = [] {
+    workloads::RolloutConfig rc;
+    rc.samplesPerStep = 1024;
+    std::vector<std::vector<int32_t>> out;
+    for (const auto& s : workloads::generateRollout(rc, 0))
+      out.emplace_back(s.responseTokens, int32_t(s.responseTokens));
+    return out;
+  }();
+  return rows;
+}
+
+// Pack: per-sample vectors (as an inference engine hands them over) into one
+// ragged column (values + offsets).
+void BM_RaggedPack(benchmark::State& state) {
+  const auto& rows = rolloutRows();
+  uint64_t bytes = 0;
+  for (auto _ : state) {
+    Column c = orThrow(Column::fromRows(rows));
+    bytes = c.payloadBytes() + c.offsetsRef().size;
+    benchmark::DoNotOptimize(c.data().data);
+  }
+  state.SetBytesProcessed(int64_t(bytes * state.iterations()));
+}
+BENCHMARK(BM_RaggedPack)->Unit(benchmark::kMicrosecond);
+
+// Unpack: every row of a ragged column as a view through its offsets, every
+// value read (no per-row decode or copy).
+void BM_RaggedUnpack(benchmark::State& state) {
+  Column c = orThrow(Column::fromRows(rolloutRows()));
+  for (auto _ : state) {
+    int64_t sum = 0;
+    for (int64_t i = 0; i < c.rows(); ++i)
+      for (int32_t v : c.row<int32_t>(i)) sum += v;
+    benchmark::DoNotOptimize(sum);
+  }
+  state.SetBytesProcessed(int64_t((c.payloadBytes() + c.offsetsRef().size) * state.iterations()));
+}
+BENCHMARK(BM_RaggedUnpack)->Unit(benchmark::kMicrosecond);
 
 // Two ranks over a backend, with a rollout batch of ~64 MB built in pool memory.
 struct Pair {
