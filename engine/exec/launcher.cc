@@ -215,7 +215,9 @@ Result<int> launch(const LaunchOptions& o) {
 
   int result = 0;
   bool stopping = false;
-  std::optional<Deadline> killAt;
+  // Not std::optional: GCC's -Wmaybe-uninitialized misfires on it under -O1 (tsan preset).
+  bool killPending = false;
+  Deadline killAt = Deadline::after(0);
   int live = o.ranks;
   std::optional<Deadline>
       drainUntil;  // after the last exit, bounded wait for grandchildren's pipes
@@ -249,6 +251,7 @@ Result<int> launch(const LaunchOptions& o) {
         stopping = true;
         signalAll(ranks, SIGINT);
         killAt = Deadline::after(o.killGraceSeconds);
+        killPending = true;
       }
     }
     for (int i = 0; i < o.ranks; ++i) {
@@ -267,11 +270,12 @@ Result<int> launch(const LaunchOptions& o) {
         stopping = true;
         signalAll(ranks, SIGTERM);
         killAt = Deadline::after(o.killGraceSeconds);
+        killPending = true;
       }
     }
-    if (killAt && killAt->expired()) {
+    if (killPending && killAt.expired()) {
       signalAll(ranks, SIGKILL);
-      killAt.reset();
+      killPending = false;
     }
     if (live == 0 && !drainUntil) drainUntil = Deadline::after(1.0);
   }

@@ -62,11 +62,10 @@ Status sendByte(Transport& t, int peer, uint8_t b) {
 // Rank 1: exposes its buffer, then answers rank 0's commands:
 // 'H' hash the buffer, 'Q' quit.
 Status rankOne(Transport& t, uint64_t bytes) {
-  Buffer dst(bytes);
-  if (!dst.data)
-    return TIDE_ERROR(Code::kResourceExhausted, "cannot allocate " + formatBytes(bytes));
-  std::memset(dst.data.get(), 0, bytes);
-  TIDE_ASSIGN_OR_RETURN(auto region, t.registerRegion(dst.data.get(), bytes));
+  // From the transport: shm peers in other processes then map it once.
+  TIDE_ASSIGN_OR_RETURN(auto dst, t.allocateHost(bytes));
+  std::memset(dst.data(), 0, bytes);
+  TIDE_ASSIGN_OR_RETURN(auto region, t.registerRegion(dst.data(), bytes));
   std::string d = region.descriptor.serialize();
   TIDE_RETURN_IF_ERROR(t.send(
       0, kTag, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d.data()), d.size())));
@@ -74,7 +73,7 @@ Status rankOne(Transport& t, uint64_t bytes) {
     TIDE_ASSIGN_OR_RETURN(auto cmd, t.recv(0, kTag, kControlTimeout));
     if (cmd.size() != 1) return TIDE_ERROR(Code::kInvalidArgument, "bad bench command");
     if (cmd[0] == 'Q') break;
-    uint64_t h = XXH3_64bits(dst.data.get(), bytes);
+    uint64_t h = XXH3_64bits(dst.data(), bytes);
     TIDE_RETURN_IF_ERROR(
         t.send(0, kTag, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&h), sizeof h)));
   }
@@ -100,14 +99,15 @@ Status verify(Transport& t, uint64_t expected, const char* when) {
 }
 
 Result<RankZeroResult> rankZero(Transport& t, const TransportBenchOptions& o, bool withMemcpy) {
-  Buffer src(o.bytes);
+  TIDE_ASSIGN_OR_RETURN(auto src, t.allocateHost(o.bytes));
   Buffer ref(withMemcpy ? o.bytes : 0);
-  if (!src.data || (withMemcpy && !ref.data))
+  if (withMemcpy && !ref.data)
     return TIDE_ERROR(Code::kResourceExhausted, "cannot allocate " + formatBytes(o.bytes));
-  fillPattern(src.data.get(), o.bytes, 0x7469646562656e63ull);
+  char* data = static_cast<char*>(src.data());
+  fillPattern(data, o.bytes, 0x7469646562656e63ull);
   if (withMemcpy) std::memset(ref.data.get(), 0, o.bytes);
-  const uint64_t expected = XXH3_64bits(src.data.get(), o.bytes);
-  TIDE_ASSIGN_OR_RETURN(auto local, t.registerRegion(src.data.get(), o.bytes));
+  const uint64_t expected = XXH3_64bits(data, o.bytes);
+  TIDE_ASSIGN_OR_RETURN(auto local, t.registerRegion(data, o.bytes));
   TIDE_ASSIGN_OR_RETURN(auto raw, t.recv(1, kTag, kControlTimeout));
   TIDE_ASSIGN_OR_RETURN(auto remote,
                         transport::RemoteRegion::deserialize(std::string(raw.begin(), raw.end())));
@@ -126,14 +126,14 @@ Result<RankZeroResult> rankZero(Transport& t, const TransportBenchOptions& o, bo
   (void)warm;
   TIDE_RETURN_IF_ERROR(verify(t, expected, "after the warm-up"));
   RankZeroResult r;
-  if (withMemcpy) std::memcpy(ref.data.get(), src.data.get(), o.bytes);  // warm-up
+  if (withMemcpy) std::memcpy(ref.data.get(), data, o.bytes);  // warm-up
   for (int i = 0; i < o.repetitions; ++i) {
     // Interleaved, so that load from elsewhere hits both figures alike.
     TIDE_ASSIGN_OR_RETURN(double s, once());
     r.gbps.push_back(gbps(o.bytes, s));
     if (withMemcpy) {
       Stopwatch sw;
-      std::memcpy(ref.data.get(), src.data.get(), o.bytes);
+      std::memcpy(ref.data.get(), data, o.bytes);
       r.memcpyGbps.push_back(gbps(o.bytes, sw.seconds()));
     }
   }

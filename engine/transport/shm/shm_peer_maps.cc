@@ -13,7 +13,7 @@
 namespace tide::transport::shm {
 
 Result<std::shared_ptr<const PeerMapping>> PeerMappings::get(pid_t pid, int peer, uint32_t id,
-                                                             const SlotView& slot) {
+                                                             const RegionInfo& slot) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = maps_.find({peer, id});
   if (it != maps_.end()) return it->second;

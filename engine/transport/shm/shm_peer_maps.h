@@ -30,7 +30,7 @@ class PeerMappings {
   // The mapping of region `id` of rank `peer` (process `pid`), described by
   // `slot` which the caller holds pinned; maps it on first use.
   Result<std::shared_ptr<const PeerMapping>> get(pid_t pid, int peer, uint32_t id,
-                                                 const SlotView& slot);
+                                                 const RegionInfo& slot);
   // Drops every mapping for which stillValid(peer, id) is false.
   void sweep(const std::function<bool(int peer, uint32_t id)>& stillValid);
   size_t size() const;

@@ -101,14 +101,14 @@ Result<Segment> Segment::open(pid_t pid, int fd, int expectRank) {
   return s;
 }
 
-bool Segment::pin(uint32_t id, SlotView& view) const {
+bool Segment::pin(uint32_t id, RegionInfo& info) const {
   RegionSlot& slot = get()->regions[id % kMaxRegions];
   uint64_t s = slot.state.load(std::memory_order_acquire);
   while (true) {
     if ((s >> 32) != id || (s & kValidBit) == 0) return false;
     if (slot.state.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel)) break;
   }
-  view = SlotView{slot.addr, slot.size, slot.key, slot.memfd, slot.fileOffset, slot.inode};
+  info = slot.info;
   return true;
 }
 

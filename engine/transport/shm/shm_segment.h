@@ -23,30 +23,26 @@ namespace tide::transport::shm {
 inline constexpr uint32_t kMaxRegions = 4096;
 inline constexpr uint32_t kRingSlots = 4096;
 
-// One region slot. `state` packs id (high 32 bits), a valid bit (bit 31) and
-// the number of peers copying right now (low 31 bits), so a peer can pin a
-// slot with one CAS and the owner can retire it by clearing the valid bit and
-// waiting for the count to drain.
-struct RegionSlot {
-  std::atomic<uint64_t> state{0};
-  uint64_t addr = 0;  // address in the owner's address space
-  uint64_t size = 0;
-  uint64_t key = 0;
-  // The memfd the region lies in (owner's fd number, -1 for other memory),
-  // where in it, and its inode: peers in other processes map it.
-  int32_t memfd = -1;
-  uint64_t fileOffset = 0;
-  uint64_t inode = 0;
-};
-
-// What a pinned slot says, copied out while the pin holds it stable.
-struct SlotView {
+// What a region slot describes: the region's address in the owner's address
+// space, size and key; and the memfd it lies in (owner's fd number, -1 for
+// other memory), where in it, and its inode, so peers in other processes can
+// map it. Written before the slot is published, read under a pin.
+struct RegionInfo {
   uint64_t addr = 0;
   uint64_t size = 0;
   uint64_t key = 0;
   int32_t memfd = -1;
   uint64_t fileOffset = 0;
   uint64_t inode = 0;
+};
+
+// One region slot. `state` packs id (high 32 bits), a valid bit (bit 31) and
+// the number of peers copying right now (low 31 bits), so a peer can pin a
+// slot with one CAS and the owner can retire it by clearing the valid bit and
+// waiting for the count to drain.
+struct RegionSlot {
+  std::atomic<uint64_t> state{0};
+  RegionInfo info;
 };
 
 struct NotificationEntry {
@@ -87,9 +83,9 @@ class Segment {
   SegmentLayout* get() const { return static_cast<SegmentLayout*>(map_.data()); }
   int fd() const { return fd_.get(); }
 
-  // Pins slot `id` if it is registered and fills `view`. Returns false when
-  // the id is not (or no longer) registered.
-  bool pin(uint32_t id, SlotView& view) const;
+  // Pins slot `id` if it is registered and copies its description to `info`.
+  // Returns false when the id is not (or no longer) registered.
+  bool pin(uint32_t id, RegionInfo& info) const;
   // True while `id` is registered (no pin taken).
   bool registered(uint32_t id) const;
   void unpin(uint32_t id) const;

@@ -178,20 +178,20 @@ class ShmTransport final : public Transport {
       uint32_t gen = static_cast<uint32_t>(nextGen_++ % ((1u << 20) - 1)) + 1;
       uint32_t id = gen * kMaxRegions + slot;
       RegionSlot& s = l->regions[slot];
-      s.addr = reinterpret_cast<uint64_t>(addr);
-      s.size = size;
-      s.key = rng_();
       auto shared = findShared(addr, size);
-      s.memfd = shared ? shared->fd : -1;
-      s.fileOffset = shared ? shared->fileOffset : 0;
-      s.inode = shared ? shared->inode : 0;
+      s.info = RegionInfo{reinterpret_cast<uint64_t>(addr),
+                          size,
+                          rng_(),
+                          shared ? shared->fd : -1,
+                          shared ? shared->fileOffset : 0,
+                          shared ? shared->inode : 0};
       s.state.store((static_cast<uint64_t>(id) << 32) | kValidBit, std::memory_order_release);
       LocalRegion r;
       r.id = id;
       r.addr = addr;
       r.size = size;
       r.kind = kind;
-      r.descriptor = RemoteRegion{rank_, id, size, s.addr, s.key, {}};
+      r.descriptor = RemoteRegion{rank_, id, size, s.info.addr, s.info.key, {}};
       std::lock_guard<std::mutex> lock(mu_);
       local_[id] = r;
       return r;
@@ -218,7 +218,7 @@ class ShmTransport final : public Transport {
                               std::to_string(opTimeout_) + " s (peer died mid-copy?); slot leaked");
       std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    s.memfd = -1;
+    s.info = RegionInfo{};
     s.state.store(0, std::memory_order_release);
     return Status::ok();
   }
@@ -256,7 +256,7 @@ class ShmTransport final : public Transport {
   void workLoop();
   Status runTask(const Task& t);
   // Copies one slice into/out of the pinned remote region `slot`.
-  Status copySlice(const Task& t, const SlotView& slot);
+  Status copySlice(const Task& t, const RegionInfo& slot);
   // Unmaps peers' regions that were deregistered or whose peer is gone.
   void sweepMappings();
   // Queues the slices of the batch's current segment (mu_ held).
@@ -400,11 +400,11 @@ Status ShmTransport::runTask(const Task& t) {
   if (seg.get()->closed.load(std::memory_order_acquire))
     return TIDE_ERROR(Code::kUnavailable,
                       "rank " + std::to_string(peer) + " closed its shm transport");
-  SlotView local;
+  RegionInfo local;
   if (!own_.pin(r.req.localRegion, local))
     return TIDE_ERROR(Code::kNotFound, "local region " + std::to_string(r.req.localRegion) +
                                            " was deregistered with a request in flight");
-  SlotView slot;
+  RegionInfo slot;
   Status s;
   if (!seg.pin(r.req.remoteRegion, slot)) {
     s = TIDE_ERROR(Code::kNotFound, "region " + std::to_string(r.req.remoteRegion) + " of rank " +
@@ -430,7 +430,7 @@ Status ShmTransport::runTask(const Task& t) {
   return s;
 }
 
-Status ShmTransport::copySlice(const Task& t, const SlotView& slot) {
+Status ShmTransport::copySlice(const Task& t, const RegionInfo& slot) {
   const Resolved& r = t.batch->reqs[t.req];
   const int peer = r.req.peer;
   const Direction dir = r.req.op == Op::kRead ? Direction::kFromPeer : Direction::kToPeer;
