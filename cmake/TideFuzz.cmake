@@ -23,7 +23,11 @@ include_guard(GLOBAL)
 
 set(TIDE_FUZZ_TESTS AUTO CACHE STRING "libFuzzer tests in ctest (clang sub-build): AUTO, ON or OFF")
 set(TIDE_FUZZ_SECONDS 20 CACHE STRING "seconds each fuzzer runs in ctest")
-set(TIDE_FUZZ_DIR ${CMAKE_BINARY_DIR}/fuzz)
+# Where the clang sub-build lives (a function, not a variable: include_guard
+# keeps this file's variables in the first directory that includes it).
+function(_tide_fuzz_dir out)
+  set(${out} ${CMAKE_BINARY_DIR}/fuzz PARENT_SCOPE)
+endfunction()
 
 # Probes clang once per configure; records why fuzzers cannot run, if so.
 function(_tide_fuzz_probe)
@@ -63,8 +67,9 @@ function(_tide_fuzz_probe)
     message(STATUS "fuzzers: skipped (${reason})")
     return()
   endif()
-  message(STATUS "fuzzers: clang sub-build in ${TIDE_FUZZ_DIR} (${TIDE_FUZZ_CLANGXX})")
-  set(args -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${TIDE_FUZZ_DIR} -DCC=${TIDE_FUZZ_CLANG}
+  _tide_fuzz_dir(fuzzdir)
+  message(STATUS "fuzzers: clang sub-build in ${fuzzdir} (${TIDE_FUZZ_CLANGXX})")
+  set(args -DSRC=${PROJECT_SOURCE_DIR} -DBIN=${fuzzdir} -DCC=${TIDE_FUZZ_CLANG}
            -DCXX=${TIDE_FUZZ_CLANGXX} -DGEN=${CMAKE_GENERATOR})
   add_custom_target(tide_fuzz_build ALL
     COMMAND ${CMAKE_COMMAND} ${args} -DTOLERANT=ON -P ${PROJECT_SOURCE_DIR}/cmake/tide_fuzz_build.cmake
@@ -99,6 +104,7 @@ function(tide_fuzzer name)
   if(NOT F_SECONDS)
     set(F_SECONDS ${TIDE_FUZZ_SECONDS})
   endif()
+  _tide_fuzz_dir(fuzzdir)
   set(corpus ${CMAKE_CURRENT_BINARY_DIR}/${name}_corpus)
   file(MAKE_DIRECTORY ${corpus})
   set(dirs ${corpus})
@@ -110,7 +116,7 @@ function(tide_fuzzer name)
   add_test(NAME ${name}
            COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=0:abort_on_error=0
                    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-                   ${TIDE_FUZZ_DIR}/fuzzers/${name} -max_total_time=${F_SECONDS} -timeout=20
+                   ${fuzzdir}/fuzzers/${name} -max_total_time=${F_SECONDS} -timeout=20
                    -rss_limit_mb=2048 -print_final_stats=1
                    -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/${name}- ${dirs})
   math(EXPR limit "${F_SECONDS} + 120")

@@ -49,7 +49,8 @@ Result<TraceData> generateTrace(const GenerateOptions& o, GenerateReport* report
   workloads::SyntheticWeights w(inv, d.routing, d.meta.rl, o.steps);
   const bool exact = o.samplePerTensor == 0 || (o.autoExact && d.meta.totalParams <= o.exactLimit);
   TIDE_ASSIGN_OR_RETURN(
-      d.delta, workloads::measureChanges(w, o.steps, exact ? 0 : o.samplePerTensor, o.threads));
+      d.delta, workloads::measureChanges(w, o.steps, exact ? 0 : o.samplePerTensor, o.threads,
+                                         o.recordIndices));
   for (int s = 1; s <= o.steps; ++s)
     d.rollout.push_back(workloads::generateRollout(d.meta.rollout, s));
   if (report) {

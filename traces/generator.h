@@ -20,8 +20,9 @@ struct GenerateOptions {
   uint64_t samplePerTensor = 512;
   bool autoExact = true;
   uint64_t exactLimit = 1ull << 24;
-  int threads = 0;          // 0 = all cores
-  std::string trainLayout;  // recorded in /meta when given (validated against the model)
+  bool recordIndices = true;  // exact runs: keep the flat index of every change (/delta/indices)
+  int threads = 0;            // 0 = all cores
+  std::string trainLayout;    // recorded in /meta when given (validated against the model)
   std::string inferLayout;
   workloads::RlConfig rl;
   workloads::RoutingConfig routing;

@@ -71,10 +71,52 @@ Status writeDelta(hid_t file, const workloads::ChangeStats& c, uint64_t tensors)
   TIDE_RETURN_IF_ERROR(h5::writeAttr(g.get(), "exact", int64_t{c.exact ? 1 : 0}));
   TIDE_RETURN_IF_ERROR(
       h5::writeAttr(g.get(), "sample_per_tensor", static_cast<int64_t>(c.samplePerTensor)));
+  // Worst-case (p = 1/2) binomial 95 % half-width of one tensor's fraction in one step.
+  const double hw = c.exact || c.samplePerTensor == 0
+                        ? 0.0
+                        : 0.98 / std::sqrt(static_cast<double>(c.samplePerTensor));
+  TIDE_RETURN_IF_ERROR(h5::writeAttr(g.get(), "halfwidth95_worst", hw));
   TIDE_RETURN_IF_ERROR(h5::writeDataset(g.get(), "checked", {tensors}, c.checked));
   TIDE_RETURN_IF_ERROR(h5::writeDataset(g.get(), "ever_changed", {tensors}, c.everChanged));
+  if (!c.indexOffsets.empty()) {
+    TIDE_RETURN_IF_ERROR(
+        h5::writeDataset(g.get(), "index_offsets", {c.indexOffsets.size()}, c.indexOffsets));
+    if (!c.changedIndices.empty()) {
+      TIDE_RETURN_IF_ERROR(
+          h5::writeDataset(g.get(), "indices", {c.changedIndices.size()}, c.changedIndices));
+    }
+  }
   return h5::writeDataset(g.get(), "changed", {static_cast<uint64_t>(c.steps), tensors},
                           c.changedSampled);
+}
+
+// The optional exact changed indices: offsets agree with the counts, indices
+// ascend within a (step, tensor) and stay inside the tensor.
+Status readIndices(hid_t g, TraceData& d) {
+  auto& c = d.delta;
+  const uint64_t nt = d.tensors.size();
+  const uint64_t cells = static_cast<uint64_t>(c.steps) * nt;
+  TIDE_ASSIGN_OR_RETURN(c.indexOffsets, h5::readDataset<uint64_t>(g, "index_offsets", {cells + 1}));
+  if (!c.exact) return bad("/delta/index_offsets in a sampled trace");
+  if (c.indexOffsets.back() > 0) {
+    TIDE_ASSIGN_OR_RETURN(c.changedIndices,
+                          h5::readDataset<uint32_t>(g, "indices", {c.indexOffsets.back()}));
+  }
+  if (c.indexOffsets[0] != 0) return bad("/delta/index_offsets must start at 0");
+  for (uint64_t i = 0; i < cells; ++i) {
+    const uint64_t a = c.indexOffsets[i], b = c.indexOffsets[i + 1];
+    if (b < a || b - a != c.changedSampled[i]) {
+      return bad("/delta/index_offsets[" + std::to_string(i) + "] disagrees with /delta/changed");
+    }
+    const uint64_t numel = d.tensors.numel[i % nt];
+    for (uint64_t k = a; k < b; ++k) {
+      if (c.changedIndices[k] >= numel ||
+          (k > a && c.changedIndices[k] <= c.changedIndices[k - 1])) {
+        return bad("/delta/indices[" + std::to_string(k) + "] out of range or out of order");
+      }
+    }
+  }
+  return Status::ok();
 }
 
 Status writeRollout(hid_t file, const std::vector<std::vector<workloads::RolloutSample>>& r) {
@@ -219,6 +261,7 @@ Status readDelta(hid_t file, TraceData& d) {
       }
     }
   }
+  if (h5::exists(g.get(), "index_offsets")) return readIndices(g.get(), d);
   return Status::ok();
 }
 

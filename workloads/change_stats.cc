@@ -15,8 +15,9 @@ namespace {
 
 constexpr size_t kChunk = 4096;
 
+// idx (exact runs that record indices): per step, the changed flat indices.
 void measureTensor(const SyntheticWeights& w, uint32_t t, int steps, uint64_t sample,
-                   ChangeStats& out) {
+                   ChangeStats& out, std::vector<std::vector<uint32_t>>* idx) {
   const TensorSpec& ts = w.inventory().tensors[t];
   const uint64_t numel = ts.numel();
   const uint64_t n = sample == 0 ? numel : std::min(sample, numel);
@@ -50,12 +51,14 @@ void measureTensor(const SyntheticWeights& w, uint32_t t, int steps, uint64_t sa
       adamStep(w.config(), streamKey(seed, t, static_cast<uint64_t>(s), kStreamGrad), st,
                flat.data(), dir.data(), c, master.data(), m.data(), v.data());
       uint32_t k = 0;
+      auto* record = idx ? &(*idx)[static_cast<size_t>(s - 1)] : nullptr;
       for (size_t j = 0; j < c; ++j) {
         const uint16_t b = toBf16(master[j]);
         const bool ch = b != prev[j];
         k += ch;
         ever[j] |= ch;
         prev[j] = b;
+        if (record && ch) record->push_back(static_cast<uint32_t>(flat[j]));
       }
       changed[s - 1] += k;
     }
@@ -68,7 +71,7 @@ void measureTensor(const SyntheticWeights& w, uint32_t t, int steps, uint64_t sa
 }  // namespace
 
 Result<ChangeStats> measureChanges(const SyntheticWeights& w, int steps, uint64_t samplePerTensor,
-                                   int threads) {
+                                   int threads, bool recordIndices) {
   if (steps < 0 || steps > w.maxVersion()) {
     return TIDE_ERROR(Code::kOutOfRange, "steps " + std::to_string(steps) + " outside 0.." +
                                              std::to_string(w.maxVersion()));
@@ -94,16 +97,36 @@ Result<ChangeStats> measureChanges(const SyntheticWeights& w, int steps, uint64_
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // Largest tensors first would balance better; tensors are many and similar, so a shared counter
   // suffices.
+  const bool record = recordIndices && samplePerTensor == 0;
+  std::vector<std::vector<std::vector<uint32_t>>> indices(record ? nt : 0);  // [tensor][step]
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t t = next++; t < nt; t = next++) {
-      measureTensor(w, static_cast<uint32_t>(t), steps, samplePerTensor, cs);
+      std::vector<std::vector<uint32_t>>* idx = nullptr;
+      if (record) {
+        indices[t].resize(static_cast<size_t>(steps));
+        idx = &indices[t];
+      }
+      measureTensor(w, static_cast<uint32_t>(t), steps, samplePerTensor, cs, idx);
     }
   };
   std::vector<std::thread> pool;
   for (int i = 1; i < threads; ++i) pool.emplace_back(worker);
   worker();
   for (auto& th : pool) th.join();
+  if (record) {
+    // Step-major, then tensor: the order of /delta/changed.
+    cs.indexOffsets.reserve(static_cast<size_t>(steps) * nt + 1);
+    cs.indexOffsets.push_back(0);
+    for (int s = 0; s < steps; ++s) {
+      for (size_t t = 0; t < nt; ++t) {
+        auto& v = indices[t][static_cast<size_t>(s)];
+        cs.changedIndices.insert(cs.changedIndices.end(), v.begin(), v.end());
+        cs.indexOffsets.push_back(cs.changedIndices.size());
+        std::vector<uint32_t>().swap(v);
+      }
+    }
+  }
   // A sample that covers the whole tensor is exact for it.
   if (!cs.exact) {
     bool all = true;

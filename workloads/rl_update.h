@@ -67,6 +67,11 @@ struct ChangeStats {
   std::vector<uint64_t> checked;         // per tensor: elements checked
   std::vector<uint32_t> changedSampled;  // [step][tensor]: changed among the checked
   std::vector<uint64_t> everChanged;     // per tensor: checked elements changed in any step
+  // Exact runs that record them (else both empty): the flat indices of the
+  // changed elements of (step s, tensor t) are changedIndices[indexOffsets[i]
+  // .. indexOffsets[i + 1]), i = (s - 1) * tensors + t, ascending.
+  std::vector<uint64_t> indexOffsets;  // steps * tensors + 1
+  std::vector<uint32_t> changedIndices;
 
   // Estimated changed fraction of tensor t in step s (1-based).
   double fraction(int step, uint32_t tensor) const;
@@ -74,5 +79,8 @@ struct ChangeStats {
   // interval; 0 when exact).
   double halfWidth95(int step, uint32_t tensor) const;
 };
+
+// Half-width of the 95 % Wilson score interval of a fraction p measured on n elements.
+double wilsonHalfWidth95(double p, double n);
 
 }  // namespace tide::workloads

@@ -99,9 +99,10 @@ class VersionedBox {
 // Changed-element statistics of versions 0..steps (see ChangeStats).
 // samplePerTensor = 0 checks every element (exact); otherwise a fixed,
 // evenly strided sample of min(samplePerTensor, numel) elements per tensor.
-// Runs on `threads` threads (0 = hardware concurrency).
+// Runs on `threads` threads (0 = hardware concurrency). recordIndices (exact
+// runs only) also keeps the flat index of every change (ChangeStats).
 Result<ChangeStats> measureChanges(const SyntheticWeights& w, int steps, uint64_t samplePerTensor,
-                                   int threads);
+                                   int threads, bool recordIndices = false);
 
 // Flat (row-major over the tensor) index of each element of a box, in box order.
 std::vector<uint64_t> boxFlatIndices(const std::vector<uint64_t>& shape, const Box& box);

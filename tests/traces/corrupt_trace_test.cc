@@ -117,5 +117,27 @@ TEST(CorruptTrace, NanRolloutTimes) {
       "non-finite");
 }
 
+TEST(CorruptTrace, IndexOffsetsDisagreeWithCounts) {
+  expectRejected(
+      [](hid_t f, const TraceData& d) {
+        std::vector<uint64_t> v = d.delta.indexOffsets;
+        ASSERT_GT(v.size(), 2u);
+        v[1] += 1;  // first cell claims one more change than /delta/changed
+        replaceDataset(f, "/delta/index_offsets", H5T_NATIVE_UINT64, {hsize_t(v.size())}, v.data());
+      },
+      "disagrees with /delta/changed");
+}
+
+TEST(CorruptTrace, IndexOutsideTensor) {
+  expectRejected(
+      [](hid_t f, const TraceData& d) {
+        std::vector<uint32_t> v = d.delta.changedIndices;
+        ASSERT_FALSE(v.empty());
+        v.back() = 0xffffffffu;
+        replaceDataset(f, "/delta/indices", H5T_NATIVE_UINT32, {hsize_t(v.size())}, v.data());
+      },
+      "out of range");
+}
+
 }  // namespace
 }  // namespace tide::traces

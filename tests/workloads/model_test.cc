@@ -88,5 +88,17 @@ TEST(ModelToml, RejectsImpossibleDims) {
   EXPECT_EQ(loadModel("no-such-model").status().code(), Code::kNotFound);
 }
 
+// Found by fuzz_toml: toml++ 3.3 has undefined behaviour on some non-ASCII
+// characters, so they are refused with the line and code point.
+TEST(ModelToml, RejectsCharactersTheParserMishandles) {
+  auto r = parseModelToml("layers=2\ntp=\xc8\x9f\n", "t");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("t:2: character U+021F"), std::string::npos)
+      << r.status().message();
+  // Other UTF-8 (here in a comment) is not refused by that check.
+  auto ok = parseModelToml("# \xe2\x89\x88 approx\nlayers=2\n", "t");
+  EXPECT_EQ(ok.status().message().find("U+"), std::string::npos) << ok.status().message();
+}
+
 }  // namespace
 }  // namespace tide::workloads

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "workloads/layout.h"
+#include "workloads/rng.h"
 #include "workloads/routing.h"
 
 namespace tide::workloads {
@@ -137,6 +140,54 @@ TEST(Routing, SkewedAndDeterministic) {
   }
   EXPECT_GT(mx, 4 * mn + 1);
   EXPECT_NEAR(sum, f.rc.tokensPerStep * f.spec.topK, 0.05 * f.rc.tokensPerStep * f.spec.topK);
+}
+
+// The generator's loops may run vectorized (AVX-512 where the CPU has it);
+// every rank must still produce the same bits, so both must equal a plain
+// scalar evaluation of the documented formulas.
+TEST(Weights, VectorizedLoopsMatchScalarFormulas) {
+  Fixture f;
+  SyntheticWeights w(f.inv, RoutingTrace{}, f.cfg, 3);
+  const uint32_t t = 1;
+  const uint64_t begin = 3, n = 5000;  // unaligned start and end
+  std::vector<uint16_t> got(n);
+  w.fillInitial(t, begin, n, got.data());
+  const uint64_t key0 = streamKey(f.cfg.seed, t, 0, kStreamInit);
+  const float* table = normalTable();
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint64_t e = begin + i;
+    const float x = w.initMean(t) +
+                    w.initStd(t) * table[(counterHash(key0, e >> 2) >> (16 * (e & 3))) & 0xffff];
+    ASSERT_EQ(got[i], toBf16(x)) << "element " << e;
+  }
+  // Three AdamW steps, scalar, from the same initial masters.
+  std::vector<uint64_t> flat(n);
+  for (uint64_t i = 0; i < n; ++i) flat[i] = begin + i;
+  std::vector<float> master(n), m(n, 0.0f), v(n, 0.0f), dir(n);
+  w.initialMaster(t, flat.data(), n, master.data());
+  w.directions(t, flat.data(), n, dir.data());
+  const auto& sched = w.schedule(t);
+  const RlConfig& c = f.cfg;
+  for (int s = 1; s <= 3; ++s) {
+    const auto& st = sched.steps[s - 1];
+    const uint64_t key = streamKey(c.seed, t, static_cast<uint64_t>(s), kStreamGrad);
+    const float sig = static_cast<float>(c.signal), b1 = static_cast<float>(c.beta1),
+                b2 = static_cast<float>(c.beta2);
+    const float noise = std::sqrt(1.0f - sig * sig);
+    for (uint64_t i = 0; i < n; ++i) {
+      volatile float g = static_cast<float>(c.gradStd) * st.gradScale *
+                         (sig * dir[i] + noise * normalFromBits(counterHash(key, flat[i])));
+      volatile float mm = b1 * m[i] + (1.0f - b1) * g;
+      volatile float vv = b2 * v[i] + (1.0f - b2) * g * g;
+      m[i] = mm;
+      v[i] = vv;
+      volatile float up =
+          st.lrOverBc1 * m[i] / (std::sqrt(v[i] * st.invBc2) + static_cast<float>(c.eps));
+      master[i] = master[i] - up - static_cast<float>(c.lr * c.weightDecay) * master[i];
+    }
+  }
+  w.fillFlat(t, begin, n, 3, got.data());
+  for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], toBf16(master[i])) << "element " << i;
 }
 
 }  // namespace
