@@ -39,6 +39,23 @@ def main(path):
             fail(f"delta shape {changed.shape}")
         if (changed > checked[None, :]).any():
             fail("changed > checked")
+        exact = int(f["delta"].attrs["exact"])
+        if exact and (checked != numel).any():
+            fail("exact trace with checked != numel")
+        if "index_offsets" in f["delta"]:
+            off = f["delta/index_offsets"][:]
+            if not exact or off.shape != (steps * len(names) + 1,) or off[0] != 0:
+                fail("index_offsets shape")
+            if (np.diff(off) != changed.reshape(-1)).any():
+                fail("index_offsets disagree with changed")
+            idx = f["delta/indices"][:] if off[-1] > 0 else np.zeros(0, np.uint32)
+            tensor_of = np.repeat(np.tile(np.arange(len(names)), steps), np.diff(off))
+            if idx.shape[0] != off[-1] or (idx >= numel[tensor_of]).any():
+                fail("indices out of range")
+        elif not exact:
+            hw = float(f["delta"].attrs["halfwidth95_worst"])
+            if not 0 < hw <= 1:
+                fail("halfwidth95_worst")
         frac = changed.sum(axis=1) / checked.sum()
         resp = f["rollout/response_tokens"][:]
         end = f["rollout/end_s"][:]

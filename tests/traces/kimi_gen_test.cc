@@ -1,0 +1,53 @@
+// The done-when check of `tide trace gen --model kimi-k2 --steps 100` at full
+// size: routing for every step, sampled changed fractions, the file written,
+// in under 60 s on 2 cores. Timed in CPU seconds (getrusage) as well as wall
+// time, since the wall clock of a shared machine says little about the
+// generator; 2 cores give 120 CPU seconds in 60 s.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "engine/core/clock.h"
+#include "traces/change_summary.h"
+#include "traces/generator.h"
+#include "traces/trace_file.h"
+
+namespace tide::traces {
+namespace {
+
+double cpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+TEST(KimiTrace, FullSize100StepsUnder60sOnTwoCores) {
+  GenerateOptions o;
+  o.model = "kimi-k2";
+  o.steps = 100;
+  o.threads = 2;
+  const double cpu0 = cpuSeconds();
+  Stopwatch sw;
+  TraceData d = orThrow(generateTrace(o));
+  const std::string path = ::testing::TempDir() + "tide_kimi_" + std::to_string(::getpid()) + ".h5";
+  ASSERT_TRUE(writeTrace(path, d).isOk());
+  const double cpu = cpuSeconds() - cpu0, wall = sw.seconds();
+  std::remove(path.c_str());
+  ASSERT_FALSE(d.delta.exact);
+  EXPECT_EQ(d.tensors.size(), 69975u);
+  EXPECT_EQ(d.routing.steps, 100);
+  const ChangeSummary s = summarizeChanges(d);
+  std::printf(
+      "kimi-k2 100 steps: %.1f CPU s (%.1f s on 2 cores), %.1f s wall; changed/step %.3f %% "
+      "+- %.3f %%\n",
+      cpu, cpu / 2, wall, 100 * s.total.changedPerStep, 100 * s.total.halfWidth95);
+  EXPECT_LT(cpu, 120.0) << "more than 60 s of work for 2 cores";
+  EXPECT_GT(s.total.changedPerStep, 0.005);
+  EXPECT_LT(s.total.changedPerStep, 0.05);
+}
+
+}  // namespace
+}  // namespace tide::traces
