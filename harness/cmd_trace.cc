@@ -1,9 +1,11 @@
 // `tide trace gen|info|validate`: RL step traces (docs/formats/trace.md).
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
 
 #include "harness/command.h"
+#include "traces/change_summary.h"
 #include "traces/generator.h"
 #include "traces/trace_file.h"
 
@@ -32,6 +34,15 @@ void runGen(const TraceArgs& a) {
       a.out.c_str(), d.meta.model.c_str(), d.meta.scale, d.meta.steps, d.tensors.size(),
       rep.exact ? "exact" : ("sampled " + std::to_string(o.samplePerTensor) + "/tensor").c_str(),
       rep.seconds, static_cast<double>(rep.elementSteps));
+  if (!rep.exact) {
+    std::printf(
+        "sample: %llu elements per tensor; worst-case 95 %% half-width %.2f %% per tensor "
+        "and step (Wilson, at p = 1 %%: %.2f %%)\n",
+        static_cast<unsigned long long>(o.samplePerTensor),
+        100.0 * 0.98 / std::sqrt(static_cast<double>(o.samplePerTensor)),
+        100.0 * workloads::wilsonHalfWidth95(0.01, static_cast<double>(o.samplePerTensor)));
+  }
+  std::fputs(traces::formatChangeSummary(traces::summarizeChanges(d)).c_str(), stdout);
 }
 
 }  // namespace
@@ -55,6 +66,8 @@ void addTraceCommand(CLI::App& app) {
                   "elements checked per tensor when not exact")
       ->capture_default_str();
   gen->add_flag("--exact", args->exact, "check every element (small models)");
+  gen->add_flag("!--no-indices", args->gen.recordIndices,
+                "exact runs: do not store the changed indices");
   gen->add_option("--exact-limit", args->gen.exactLimit,
                   "models with at most this many parameters are checked exactly")
       ->capture_default_str();
@@ -80,6 +93,7 @@ void addTraceCommand(CLI::App& app) {
   info->callback([args] {
     traces::TraceData d = orThrow(traces::readTrace(args->file));
     std::fputs(traces::describeTrace(d).c_str(), stdout);
+    std::fputs(traces::formatChangeSummary(traces::summarizeChanges(d)).c_str(), stdout);
   });
 
   auto* val = cmd->add_subcommand("validate", "Check a trace file against the schema");
