@@ -122,43 +122,61 @@ print(g["median"] if isinstance(g, dict) and isinstance(g.get("median"), (int, f
 PY
 }
 
+port=18700
+perftestRep() {
+  local v
+  port=$((port + 1))
+  v=$(perftestOnce "$1" "$2" "$port") || return 1
+  pv+=("$v")
+}
+tideRep() {
+  [ -z "$tideSkip" ] || return 0
+  if "$tideBin" bench transport --backend rdma --device "$DEVICE" --size "$(($1 * $2))" --block "$1" \
+    --streams "$STREAMS" --repetitions 1 "${tideDepthFlag[@]}" --json "$work/tide.json" >"$work/tide.log" 2>&1; then
+    tv+=("$(tideGbps "$work/tide.json")")
+  else
+    echo "tide: failed at $1 B: $(tail -n1 "$work/tide.log")" >&2
+    tv+=(null)
+    tideSkip="failed: $(tail -n1 "$work/tide.log")"
+  fi
+}
+
 echo "softroce-bench: $DEVICE (path MTU $pmtu, netdev MTU $MTU), ib_write_bw -t $TXDEPTH (1 QP), tide --streams $STREAMS, $BYTES B per repetition, median of $REPS"
 [ -n "$tideSkip" ] && echo "tide: skipped: $tideSkip"
 rows=()
-port=18700
 for size in ${SIZES//,/ }; do
   iters=$((BYTES / size))
   [ "$iters" -ge 5 ] || iters=5
   pv=() tv=()
   for ((r = 1; r <= REPS; r++)); do
-    port=$((port + 1))
-    v=$(perftestOnce "$size" "$iters" "$port") || exit 1
-    pv+=("$v")
-    if [ -z "$tideSkip" ]; then
-      if "$tideBin" bench transport --backend rdma --device "$DEVICE" --size "$((size * iters))" --block "$size" \
-        --streams "$STREAMS" --repetitions 1 "${tideDepthFlag[@]}" --json "$work/tide.json" >"$work/tide.log" 2>&1; then
-        tv+=("$(tideGbps "$work/tide.json")")
-      else
-        echo "tide: failed at $size B: $(tail -n1 "$work/tide.log")" >&2
-        tv+=(null)
-        tideSkip="failed: $(tail -n1 "$work/tide.log")"
-      fi
+    # Alternating which side goes first, so that a drifting host load
+    # does not always favour the same one.
+    if [ $((r % 2)) -eq 1 ]; then
+      perftestRep "$size" "$iters" || exit 1
+      tideRep "$size" "$iters"
+    else
+      tideRep "$size" "$iters"
+      perftestRep "$size" "$iters" || exit 1
     fi
   done
   pm=$(echo "${pv[*]}" | median)
-  tm=null
-  [ ${#tv[@]} -gt 0 ] && [[ " ${tv[*]} " != *" null "* ]] && tm=$(echo "${tv[*]}" | median)
-  rows+=("$size $iters $pm $tm $(IFS=,; echo "${pv[*]}") $(IFS=,; echo "${tv[*]:-}")")
+  tm=null pr=null
+  if [ ${#tv[@]} -gt 0 ] && [[ " ${tv[*]} " != *" null "* ]]; then
+    tm=$(echo "${tv[*]}" | median)
+    # Median of the ratios of the two runs of each repetition (adjacent in time).
+    pr=$(for ((i = 0; i < ${#tv[@]}; i++)); do awk -v t="${tv[$i]}" -v p="${pv[$i]}" 'BEGIN { printf "%.4f ", t / p }'; done | median)
+  fi
+  rows+=("$size $iters $pm $tm $(IFS=,; echo "${pv[*]}") $(IFS=,; echo "${tv[*]:--}") $pr")
 done
 
-printf '\n%-12s %-22s %-22s %s\n' "size (B)" "ib_write_bw (GB/s)" "tide (GB/s)" "tide/ib_write_bw"
+printf '\n%-12s %-22s %-22s %-18s %s\n' "size (B)" "ib_write_bw (GB/s)" "tide (GB/s)" "tide/ib_write_bw" "paired ratio"
 for row in "${rows[@]}"; do
-  read -r size _ pm tm _ _ <<<"$row"
+  read -r size _ pm tm _ _ pr <<<"$row"
   ratio=-
   [ "$tm" != null ] && ratio=$(awk -v t="$tm" -v p="$pm" 'BEGIN { printf "%.3f", t / p }')
   tshow=$tm
   [ "$tm" = null ] && tshow="skipped"
-  printf '%-12s %-22s %-22s %s\n' "$size" "$pm" "$tshow" "$ratio"
+  printf '%-12s %-22s %-22s %-18s %s\n' "$size" "$pm" "$tshow" "$ratio" "$pr"
 done
 
 {
@@ -169,12 +187,13 @@ done
   printf '  "tide": "%s",\n  "rows": [\n' "$tideState"
   n=0
   for row in "${rows[@]}"; do
-    read -r size iters pm tm pl tl <<<"$row"
+    read -r size iters pm tm pl tl pr <<<"$row"
+    [ "$tl" = - ] && tl=""
     ratio=null
     [ "$tm" != null ] && ratio=$(awk -v t="$tm" -v p="$pm" 'BEGIN { printf "%.4f", t / p }')
     n=$((n + 1))
-    printf '    {"size_bytes": %s, "iterations": %s, "ib_write_bw_gbps_median": %s, "ib_write_bw_gbps": [%s], "tide_gbps_median": %s, "tide_gbps": [%s], "ratio": %s}%s\n' \
-      "$size" "$iters" "$pm" "$pl" "$tm" "${tl:-}" "$ratio" "$([ $n -lt ${#rows[@]} ] && echo ,)"
+    printf '    {"size_bytes": %s, "iterations": %s, "ib_write_bw_gbps_median": %s, "ib_write_bw_gbps": [%s], "tide_gbps_median": %s, "tide_gbps": [%s], "ratio": %s, "paired_ratio_median": %s}%s\n' \
+      "$size" "$iters" "$pm" "$pl" "$tm" "${tl:-}" "$ratio" "${pr:-null}" "$([ $n -lt ${#rows[@]} ] && echo ,)"
   done
   printf '  ]\n}\n'
 } >"$JSON"
