@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "engine/core/units.h"
@@ -44,6 +45,9 @@ struct SyncArgs {
   int streams = 4;
   bool poison = false;
   bool worker = false;
+  bool sparse = false;   // p2p: delta blocks instead of bytes
+  std::string deltaDir;  // disk-delta: shared directory (default: a temporary one)
+  int baseEvery = 8;     // disk-delta: a full base every K versions
 };
 
 std::atomic<bool> gInterrupted{false};
@@ -56,6 +60,8 @@ struct Prepared {
   plan::TransferPlan plan;
   plan::LowerBound bound;
   bool emulated = false;
+  std::string strategy;  // as asked for (disk-delta runs on p2p's plan)
+  exec::UpdateMode mode = exec::UpdateMode::kFull;
 };
 
 Result<Prepared> prepare(const SyncArgs& a) {
@@ -80,6 +86,25 @@ Result<Prepared> prepare(const SyncArgs& a) {
                       "wired into it yet (see ctest -L gpu)");
   }
   WorkloadOptions wo = a.workload;
+  p.strategy = wo.strategy;
+  if (wo.strategy == "disk-delta") {
+    // Files replace the network, the plan (who needs what from whom) is p2p's.
+    if (a.sparse) return TIDE_ERROR(Code::kInvalidArgument, "--sparse is for --strategy p2p");
+    if (a.baseEvery < 1) return TIDE_ERROR(Code::kInvalidArgument, "--base-every must be >= 1");
+    wo.strategy = "p2p";
+    p.mode = exec::UpdateMode::kDiskDelta;
+  } else if (a.sparse) {
+    if (wo.strategy != "p2p") {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "--sparse needs --strategy p2p (got " + wo.strategy + ")");
+    }
+    if (a.poison) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "--sparse applies deltas to version 0: drop --poison");
+    }
+    p.strategy = "p2p-sparse";
+    p.mode = exec::UpdateMode::kSparse;
+  }
   if (wo.cluster.rfind("emulated:nodes=", 0) == 0) {
     // loadCluster reads a leading ":nodes=" as a preset override: move the
     // key last so the emulated spec is parsed as a whole.
@@ -112,8 +137,11 @@ Result<Prepared> prepare(const SyncArgs& a) {
   return p;
 }
 
-exec::RankRunOptions runOptions(const SyncArgs& a) {
+exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
   exec::RankRunOptions o;
+  o.exec.mode = p.mode;
+  o.exec.deltaDir = a.deltaDir;
+  o.exec.baseEvery = static_cast<uint32_t>(a.baseEvery);
   o.steps = a.steps;
   o.exec.timeoutSeconds = a.timeout;
   o.exec.poisonTargets = a.poison;
@@ -144,7 +172,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
               const std::string& mode) {
   nlohmann::json j;
   j["schema"] = "tide.sync/1";
-  j["strategy"] = p.plan.strategy;
+  j["strategy"] = p.strategy;
   j["backend"] = a.backend;
   j["model"] = p.w->spec.name;
   j["scale"] = a.workload.scale;
@@ -159,9 +187,19 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   j["lower_bound"] = p.bound.toJson();
   std::vector<double> secs;
   nlohmann::json arr = nlohmann::json::array();
+  uint64_t wire = 0, full = 0, elements = 0, changed = 0;
   for (const auto& s : steps) {
     secs.push_back(s.seconds);
+    wire += s.bytes;
+    full += s.fullBytes;
+    elements += s.elements;
+    changed += s.changed;
     arr.push_back({{"step", s.step},
+                   {"bytes_on_wire", s.bytes},
+                   {"full_bytes", s.fullBytes},
+                   {"bytes_read", s.bytesRead},
+                   {"changed_fraction", s.elements ? double(s.changed) / s.elements : 1.0},
+                   {"compression_ratio", s.bytes ? double(s.fullBytes) / s.bytes : 0.0},
                    {"seconds", s.seconds},
                    {"bytes", s.bytes},
                    {"local_bytes", s.localBytes},
@@ -175,15 +213,30 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   j["steps"] = arr;
   j["median_step_seconds"] = median;
   j["ratio_to_bound"] = p.bound.ratio(median);
+  // disk-delta: bytes_on_wire are the bytes written to files.
+  j["bytes_on_wire"] = wire;
+  j["full_bytes"] = full;
+  j["changed_fraction"] = elements ? double(changed) / elements : 1.0;
+  j["compression_ratio"] = wire ? double(full) / wire : 0.0;
+  if (p.mode != exec::UpdateMode::kFull) {
+    j["lower_bound_note"] = "the bound is the full p2p plan's (all bytes over the network)";
+  }
+  if (p.mode == exec::UpdateMode::kDiskDelta) j["delta_dir"] = a.deltaDir;
   j["verified"] = true;  // a step that does not verify fails the run
   j["samples"] = {{"step_seconds", {{"values", secs}, {"unit", "s"}, {"better", "lower"}}}};
-  std::printf("sync      %s over %s, %zu ranks (%s), %s per update\n", p.plan.strategy.c_str(),
+  std::printf("sync      %s over %s, %zu ranks (%s), %s per update\n", p.strategy.c_str(),
               a.backend.c_str(), p.plan.ranks.size(), mode.c_str(),
               formatBytes(steps.front().bytes).c_str());
   for (const auto& s : steps) {
     std::printf("step %-4d %.3f s  %.4f GB/s  ratio to bound %.2f  verified (%.2f s)\n", s.step,
                 s.seconds, s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0.0,
                 p.bound.ratio(s.seconds), s.verifySeconds);
+  }
+  if (p.mode != exec::UpdateMode::kFull) {
+    std::printf("delta     %s on the %s, %s full: %.2fx fewer, %.2f %% of elements changed\n",
+                formatBytes(wire).c_str(), p.mode == exec::UpdateMode::kDiskDelta ? "disk" : "wire",
+                formatBytes(full).c_str(), wire ? double(full) / wire : 0.0,
+                elements ? 100.0 * changed / elements : 100.0);
   }
   std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
               p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
@@ -212,12 +265,14 @@ std::vector<std::string> workerArgv(const SyncArgs& a) {
                                 "--infer-dtype",  a.inferDtype,
                                 "--timeout",      std::to_string(a.timeout),
                                 "--streams",      std::to_string(a.streams),
+                                "--base-every",   std::to_string(a.baseEvery),
                                 "--worker"};
   if (o.roundRobin) v.push_back("--round-robin");
   if (o.colocated) v.push_back("--colocated");
   if (a.poison) v.push_back("--poison");
+  if (a.sparse) v.push_back("--sparse");
   for (auto [flag, val] : {std::pair{"--json", a.json}, std::pair{"--trace", a.trace},
-                           std::pair{"--events", a.events}}) {
+                           std::pair{"--events", a.events}, std::pair{"--delta-dir", a.deltaDir}}) {
     if (!val.empty()) {
       v.push_back(flag);
       v.push_back(val);
@@ -255,7 +310,7 @@ void runWorker(const SyncArgs& a) {
   auto layouts = orThrow(exec::RankLayout::buildAll(p.plan));
   workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
   traces::MemoryEventSink events;
-  exec::RankRunOptions o = runOptions(a);
+  exec::RankRunOptions o = runOptions(a, p);
   o.gatherEvents = true;
   auto steps = orThrow(
       exec::runRank(p.plan, layouts, weights, *t, execStore, o, env.rank == 0 ? &events : nullptr));
@@ -265,9 +320,30 @@ void runWorker(const SyncArgs& a) {
   orThrow(report(a, p, steps, prefix ? "processes in network namespaces" : "processes"));
 }
 
-void runSync(const SyncArgs& a) {
-  if (a.worker) return runWorker(a);
-  auto p = orThrow(prepare(a));
+void runSyncWith(const SyncArgs& a, const Prepared& p);
+
+void runSync(const SyncArgs& args) {
+  if (args.worker) return runWorker(args);
+  auto p = orThrow(prepare(args));
+  if (p.mode != exec::UpdateMode::kDiskDelta || !args.deltaDir.empty()) return runSyncWith(args, p);
+  // A temporary shared directory for this run's files, removed afterwards.
+  SyncArgs a = args;
+  std::string tmpl = (std::filesystem::temp_directory_path() / "tide-disk-delta-XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) {
+    throw StatusError(TIDE_ERROR(Code::kInternal, "cannot create a temporary directory"));
+  }
+  a.deltaDir = tmpl;
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{tmpl};
+  runSyncWith(a, p);
+}
+
+void runSyncWith(const SyncArgs& a, const Prepared& p) {
   const bool processes = p.emulated || a.ranks == "processes";
   if (p.emulated && a.ranks == "threads") {
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
@@ -278,7 +354,7 @@ void runSync(const SyncArgs& a) {
     workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
     traces::MemoryEventSink events;
     bool wantEvents = !a.events.empty() || !a.trace.empty();
-    auto steps = orThrow(exec::runThreads(p.plan, weights, transportConfig(a), runOptions(a),
+    auto steps = orThrow(exec::runThreads(p.plan, weights, transportConfig(a), runOptions(a, p),
                                           wantEvents ? &events : nullptr));
     orThrow(writeEvents(a, events.events()));
     orThrow(report(a, p, steps, "threads"));
@@ -342,6 +418,11 @@ void addSyncCommand(CLI::App& app) {
   cmd->add_option("--streams", a->streams, "tcp connections / rdma QPs per peer")
       ->capture_default_str();
   cmd->add_flag("--poison", a->poison, "start inference shards from a poison pattern");
+  cmd->add_flag("--sparse", a->sparse, "p2p: send delta blocks (V-1 -> V), applied by the target");
+  cmd->add_option("--delta-dir", a->deltaDir,
+                  "disk-delta: shared directory for the files (default: a temporary one)");
+  cmd->add_option("--base-every", a->baseEvery, "disk-delta: a full base every K versions")
+      ->capture_default_str();
   cmd->add_flag("--worker", a->worker, "internal: one rank of a launched run")
       ->group("");  // hidden
   cmd->callback([a] { runSync(*a); });

@@ -31,6 +31,14 @@ transport::TransportConfig tcp() {
   return c;
 }
 
+RankRunOptions options(UpdateMode mode, double timeoutSeconds, int steps = 1) {
+  RankRunOptions o;
+  o.steps = steps;
+  o.exec.mode = mode;
+  o.exec.timeoutSeconds = timeoutSeconds;
+  return o;
+}
+
 struct TempDir {
   std::string path;
   TempDir() {
@@ -46,10 +54,7 @@ struct TempDir {
 TEST(SparseP2p, ThreeUpdatesBitExactWithFewerBytes) {
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 3);
-  RankRunOptions o;
-  o.steps = 3;
-  o.exec.mode = UpdateMode::kSparse;
-  o.exec.timeoutSeconds = 30;
+  RankRunOptions o = options(UpdateMode::kSparse, 30, 3);
   traces::MemoryEventSink events;
   auto stats = orThrow(runThreads(s.plan, w, tcp(), o, &events));
   ASSERT_EQ(stats.size(), 3u);
@@ -72,10 +77,8 @@ TEST(SparseP2p, ThreeUpdatesBitExactWithFewerBytes) {
 TEST(SparseP2p, PoisonTargetsAreRejected) {
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
-  RankRunOptions o;
-  o.exec.mode = UpdateMode::kSparse;
+  RankRunOptions o = options(UpdateMode::kSparse, 5);
   o.exec.poisonTargets = true;
-  o.exec.timeoutSeconds = 5;
   auto r = runThreads(s.plan, w, tcp(), o, nullptr);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().toString();
@@ -84,9 +87,7 @@ TEST(SparseP2p, PoisonTargetsAreRejected) {
 TEST(SparseP2p, BroadcastPlanIsRejected) {
   PlanFixture s("broadcast", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
-  RankRunOptions o;
-  o.exec.mode = UpdateMode::kSparse;
-  o.exec.timeoutSeconds = 2;
+  RankRunOptions o = options(UpdateMode::kSparse, 2);
   auto r = runThreads(s.plan, w, tcp(), o, nullptr);
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("sparse"), std::string::npos) << r.status().toString();
@@ -98,9 +99,7 @@ TEST(SparseP2p, TornBlockInFlightFailsCleanly) {
   // update fails with kDataLoss in bounded time, and a retried run completes.
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
-  RankRunOptions o;
-  o.exec.mode = UpdateMode::kSparse;
-  o.exec.timeoutSeconds = 5;
+  RankRunOptions o = options(UpdateMode::kSparse, 5);
   o.wrapTransport = [](std::unique_ptr<transport::Transport> t, int rank) {
     if (rank != 0) return t;
     transport::fakes::FaultPlan f;
@@ -123,13 +122,10 @@ TEST(DiskDelta, ThreeUpdatesBitExactThroughFiles) {
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 3);
   TempDir dir;
-  RankRunOptions o;
-  o.steps = 3;
-  o.exec.mode = UpdateMode::kDiskDelta;
+  RankRunOptions o = options(UpdateMode::kDiskDelta, 30, 3);
   o.exec.deltaDir = dir.path;
   o.exec.baseEvery = 2;         // version 2 is a full base
   o.exec.poisonTargets = true;  // every needed byte must come from the files
-  o.exec.timeoutSeconds = 30;
   auto stats = orThrow(runThreads(s.plan, w, tcp(), o, nullptr));
   ASSERT_EQ(stats.size(), 3u);
   for (const auto& st : stats) {
@@ -150,9 +146,7 @@ TEST(DiskDelta, ThreeUpdatesBitExactThroughFiles) {
 TEST(DiskDelta, NeedsADirectory) {
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
-  RankRunOptions o;
-  o.exec.mode = UpdateMode::kDiskDelta;
-  o.exec.timeoutSeconds = 5;
+  RankRunOptions o = options(UpdateMode::kDiskDelta, 5);
   auto r = runThreads(s.plan, w, tcp(), o, nullptr);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().toString();
