@@ -71,18 +71,37 @@ Status TomlFields::rejectUnknown() const {
 namespace {
 
 // toml++ 3.3 reaches an unreachable branch (undefined behaviour) when it
-// tests U+00A1..U+0499 for whitespace, found by fuzz_toml. tide's TOML files
-// are ASCII, so those characters are refused before parsing.
+// tests U+00A1..U+0499 or U+FB26..U+FEFE for whitespace (found by
+// fuzz_toml). tide's TOML files are ASCII, so those characters are refused
+// before parsing.
+bool mishandled(unsigned cp) {
+  return (cp >= 0xa1 && cp <= 0x499) || (cp >= 0xfb26 && cp <= 0xfefe);
+}
+
 Status rejectUnsafeCodePoints(std::string_view text, std::string_view origin) {
   int line = 1;
   for (size_t i = 0; i < text.size(); ++i) {
     const auto b = static_cast<unsigned char>(text[i]);
     if (b == '\n') ++line;
-    if ((b & 0xe0) != 0xc0 || i + 1 >= text.size()) continue;  // only 2-byte sequences can hit
-    const auto b2 = static_cast<unsigned char>(text[i + 1]);
-    if ((b2 & 0xc0) != 0x80) continue;
-    const unsigned cp = ((b & 0x1fu) << 6) | (b2 & 0x3fu);
-    if (cp >= 0xa1 && cp <= 0x499) {
+    unsigned cp = 0;
+    size_t len = 0;
+    if ((b & 0xe0) == 0xc0) {
+      cp = b & 0x1fu;
+      len = 2;
+    } else if ((b & 0xf0) == 0xe0) {
+      cp = b & 0x0fu;
+      len = 3;
+    } else {
+      continue;  // ASCII, 4-byte sequences (above U+FFFF) and stray bytes are safe
+    }
+    if (i + len > text.size()) continue;
+    bool ok = true;
+    for (size_t k = 1; k < len; ++k) {
+      const auto c = static_cast<unsigned char>(text[i + k]);
+      ok = ok && (c & 0xc0) == 0x80;
+      cp = (cp << 6) | (c & 0x3fu);
+    }
+    if (ok && mishandled(cp)) {
       char hex[16];
       std::snprintf(hex, sizeof hex, "U+%04X", cp);
       return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ":" + std::to_string(line) +

@@ -95,6 +95,9 @@ TEST(ModelToml, RejectsCharactersTheParserMishandles) {
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("t:2: character U+021F"), std::string::npos)
       << r.status().message();
+  auto r3 = parseModelToml("\xef\xb9\xbf#\n", "t");  // U+FE7F, a 3-byte sequence
+  ASSERT_FALSE(r3.isOk());
+  EXPECT_NE(r3.status().message().find("U+FE7F"), std::string::npos) << r3.status().message();
   // Other UTF-8 (here in a comment) is not refused by that check.
   auto ok = parseModelToml("# \xe2\x89\x88 approx\nlayers=2\n", "t");
   EXPECT_EQ(ok.status().message().find("U+"), std::string::npos) << ok.status().message();
