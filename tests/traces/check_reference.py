@@ -49,7 +49,7 @@ def main(path):
             if (np.diff(off) != changed.reshape(-1)).any():
                 fail("index_offsets disagree with changed")
             idx = f["delta/indices"][:] if off[-1] > 0 else np.zeros(0, np.uint32)
-            tensor_of = np.repeat(np.tile(np.arange(len(names)), steps), np.diff(off))
+            tensor_of = np.repeat(np.tile(np.arange(len(names)), steps), np.diff(off).astype(np.int64))
             if idx.shape[0] != off[-1] or (idx >= numel[tensor_of]).any():
                 fail("indices out of range")
         elif not exact:
