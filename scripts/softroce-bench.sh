@@ -141,7 +141,7 @@ tideRep() {
   fi
 }
 
-echo "softroce-bench: $DEVICE (path MTU $pmtu, netdev MTU $MTU), ib_write_bw -t $TXDEPTH (1 QP), tide --streams $STREAMS, $BYTES B per repetition, median of $REPS"
+echo "softroce-bench: $DEVICE (path MTU $pmtu, netdev MTU $MTU), ib_write_bw -t $TXDEPTH (1 QP), tide --streams $STREAMS${TIDE_RDMA_OPTIONS:+ ($TIDE_RDMA_OPTIONS)}, $BYTES B per repetition, median of $REPS"
 [ -n "$tideSkip" ] && echo "tide: skipped: $tideSkip"
 rows=()
 for size in ${SIZES//,/ }; do
@@ -182,6 +182,7 @@ done
 {
   printf '{\n  "device": "%s", "path_mtu": %s, "netdev_mtu": %s, "tx_depth": %s, "tide_streams": %s,\n' "$DEVICE" "${pmtu:-null}" "$MTU" "$TXDEPTH" "$STREAMS"
   printf '  "bytes_per_repetition": %s, "repetitions": %s, "kernel": "%s",\n' "$BYTES" "$REPS" "$(uname -r)"
+  printf '  "tide_rdma_options": "%s",\n' "${TIDE_RDMA_OPTIONS:-}"
   tideState="measured"
   [ -n "$tideSkip" ] && tideState="skipped: ${tideSkip//\"/\'}"
   printf '  "tide": "%s",\n  "rows": [\n' "$tideState"

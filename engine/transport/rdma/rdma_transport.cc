@@ -1,5 +1,6 @@
 #include "engine/transport/rdma/rdma_transport.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <random>
@@ -44,9 +45,38 @@ std::vector<std::string> defaultDevices() {
   return out;
 }
 
+// Adds $TIDE_RDMA_OPTIONS ("key=value,key=value") to `options` where a key
+// is not set already: tools that build their own config (the transport
+// bench) can then be tuned from outside. Unknown keys are refused, so a typo
+// does not pass as a setting.
+Status addEnvOptions(std::map<std::string, std::string>& options) {
+  const char* env = std::getenv("TIDE_RDMA_OPTIONS");
+  if (env == nullptr) return Status::ok();
+  static const char* kKnown[] = {"port",      "gid_index",  "connect",    "poll",
+                                 "sq_depth",  "max_inline", "qp_timeout", "retry_cnt",
+                                 "slice_min", "slice_max",  "key_prefix"};
+  std::stringstream ss(env);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string key = item.substr(0, eq);
+    if (eq == std::string::npos || eq == 0)
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "TIDE_RDMA_OPTIONS: '" + item + "' is not key=value");
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown))
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "TIDE_RDMA_OPTIONS: unknown rdma option '" + key + "'");
+    options.emplace(key, item.substr(eq + 1));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
-Result<RdmaOptions> parseRdmaOptions(const TransportConfig& c) {
+Result<RdmaOptions> parseRdmaOptions(const TransportConfig& config) {
+  TransportConfig c = config;
+  TIDE_RETURN_IF_ERROR(addEnvOptions(c.options));
   RdmaOptions o;
   TIDE_RETURN_IF_ERROR(parseNumber(c, "port", o.device.port, 1, 255));
   TIDE_RETURN_IF_ERROR(parseNumber(c, "gid_index", o.device.gidIndex, 0, 1023));

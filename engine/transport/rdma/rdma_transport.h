@@ -6,7 +6,8 @@
 //
 // Options (config.options): port, gid_index, connect=store|cm, poll=busy|event,
 // sq_depth, max_inline, slice_min, slice_max, qp_timeout, retry_cnt,
-// key_prefix (rendezvous keys; default "rdma/").
+// key_prefix (rendezvous keys; default "rdma/"). $TIDE_RDMA_OPTIONS
+// ("poll=event,sq_depth=16") adds options the config does not set.
 //
 // Ordering: a batch is cut, per peer, into groups at every switch between
 // reads and writes and before the last slice of each WRITE_WITH_IMM. A group

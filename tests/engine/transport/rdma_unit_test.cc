@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/core/clock.h"
@@ -76,6 +77,24 @@ TEST(RdmaUnit, OptionsParseAndRejectBadValues) {
     EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
     EXPECT_NE(r.status().message().find(k), std::string::npos) << r.status().toString();
   }
+}
+
+TEST(RdmaUnit, EnvironmentOptionsFillWhatTheConfigLeavesOut) {
+  ::setenv("TIDE_RDMA_OPTIONS", "poll=event,sq_depth=16", 1);
+  TransportConfig c;
+  c.options = {{"sq_depth", "64"}};
+  auto o = parseRdmaOptions(c);
+  ASSERT_TRUE(o.isOk()) << o.status().toString();
+  EXPECT_EQ(o->poll, PollMode::kEvent);
+  EXPECT_EQ(o->qp.sqDepth, 64u);  // the config wins
+  for (const char* bad : {"sq_depth", "pol=event", "sq_depth=0"}) {
+    ::setenv("TIDE_RDMA_OPTIONS", bad, 1);
+    auto r = parseRdmaOptions(TransportConfig{});
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << bad;
+    EXPECT_NE(r.status().message().find(std::string(bad).substr(0, 3)), std::string::npos)
+        << r.status().toString();
+  }
+  ::unsetenv("TIDE_RDMA_OPTIONS");
 }
 
 TEST(RdmaUnit, HostBufferHugeOrSaysWhyNot) {
