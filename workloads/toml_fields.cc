@@ -83,6 +83,13 @@ Status rejectUnsafeCodePoints(std::string_view text, std::string_view origin) {
   for (size_t i = 0; i < text.size(); ++i) {
     const auto b = static_cast<unsigned char>(text[i]);
     if (b == '\n') ++line;
+    // TOML allows no raw control characters but tab and newlines; toml++ 3.3
+    // trips an assertion (undefined behaviour with NDEBUG) on some, e.g. "[\0".
+    if ((b < 0x20 && b != '\t' && b != '\n' && b != '\r') || b == 0x7f) {
+      return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ":" + std::to_string(line) +
+                                                    ": control character " + std::to_string(b) +
+                                                    " is not allowed");
+    }
     unsigned cp = 0;
     size_t len = 0;
     if ((b & 0xe0) == 0xc0) {
