@@ -74,5 +74,13 @@ TEST(KimiK2, P2pWithin15PercentOfPublishedAndRatio) {
   EXPECT_LE(ratio, 8.4);
 }
 
+TEST(Scenarios, EveryShippedScenarioLoads) {
+  for (const char* f : {"kimi-k2-miles", "kimi-k2-4096", "example-custom-moe", "qwen3-30b-small-ep",
+                        "deepseek-v3-h800-roce"}) {
+    auto sc = loadScenario(std::string(TIDE_SOURCE_DIR) + "/scenarios/" + f + ".toml");
+    EXPECT_TRUE(sc.isOk()) << f << ": " << sc.status().toString();
+  }
+}
+
 }  // namespace
 }  // namespace tide::sim
