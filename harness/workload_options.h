@@ -26,7 +26,7 @@ struct WorkloadOptions {
   std::string cluster = "h100-ib-8x400";
   std::string strategy = "p2p";
   std::string bucket = "1GiB";
-  std::string chunk = "4MiB";
+  std::string chunk = "1MiB";
   int channels = 0;
   int fp8Block = 0;  // 0 = the model's
   bool roundRobin = false;

@@ -23,7 +23,7 @@ Result<RankSchedule> RankSchedule::build(const plan::TransferPlan& p,
   s.rank = rank;
   if (chunkBytes == 0) {
     chunkBytes =
-        p.params.contains("chunk_bytes") ? p.params["chunk_bytes"].get<uint64_t>() : 4 * kMiB;
+        p.params.contains("chunk_bytes") ? p.params["chunk_bytes"].get<uint64_t>() : kMiB;
   }
   s.chunkBytes = std::max<uint64_t>(chunkBytes, 1);
 

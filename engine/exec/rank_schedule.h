@@ -58,7 +58,7 @@ struct RankSchedule {
   uint64_t chunkBytes = 0;
 
   // Builds the schedule of `rank`. chunkBytes: broadcast hop pipelining unit
-  // (0 = the plan's params.chunk_bytes, else 4 MiB).
+  // (0 = the plan's params.chunk_bytes, else 1 MiB).
   static Result<RankSchedule> build(const plan::TransferPlan& p,
                                     const std::vector<RankLayout>& layouts, uint32_t rank,
                                     uint64_t chunkBytes = 0);

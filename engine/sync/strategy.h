@@ -21,7 +21,7 @@ namespace tide::sync {
 struct StrategyOptions {
   uint64_t bucketBytes = kGiB;     // pipeline / broadcast unit (in training dtype bytes)
   int channels = 0;                // broadcast rings; 0 = NICs per node
-  uint64_t chunkBytes = 4 * kMiB;  // pipelining chunk of a broadcast hop
+  uint64_t chunkBytes = kMiB;      // pipelining chunk of a broadcast hop (NCCL-like slices)
   bool roundRobin = false;         // p2p: the naive source choice, for comparison
   bool hostStaging = true;         // p2p: staging replica in pinned host memory
 };
