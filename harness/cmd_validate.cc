@@ -32,7 +32,7 @@ nlohmann::json readJson(const std::string& path) {
 
 void addValidateCommand(CLI::App& app) {
   struct Opts {
-    std::string real, plan, cluster, json, chunk = "4MiB";
+    std::string real, plan, cluster, json, chunk = "1MiB";
     double threshold = 15;
   };
   auto o = std::make_shared<Opts>();
