@@ -1,5 +1,6 @@
 #include "workloads/toml_fields.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -89,6 +90,19 @@ Status rejectUnsafeCodePoints(std::string_view text, std::string_view origin) {
       return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ":" + std::to_string(line) +
                                                     ": control character " + std::to_string(b) +
                                                     " is not allowed");
+    }
+    // A table header "[" / "[[" must open with a key: toml++ 3.3 asserts
+    // otherwise (e.g. "[[#").
+    if (b == '[' && (i == 0 || text[i - 1] == '\n')) {
+      size_t j = i + 1;
+      if (j < text.size() && text[j] == '[') ++j;
+      while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
+      const char k = j < text.size() ? text[j] : '\n';
+      if (!(std::isalnum(static_cast<unsigned char>(k)) || k == '_' || k == '-' || k == '"' ||
+            k == '\'')) {
+        return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ":" + std::to_string(line) +
+                                                      ": a table header must start with a key");
+      }
     }
     unsigned cp = 0;
     size_t len = 0;

@@ -98,10 +98,14 @@ TEST(ModelToml, RejectsCharactersTheParserMishandles) {
   auto r3 = parseModelToml("\xef\xb9\xbf#\n", "t");  // U+FE7F, a 3-byte sequence
   ASSERT_FALSE(r3.isOk());
   EXPECT_NE(r3.status().message().find("U+FE7F"), std::string::npos) << r3.status().message();
-  auto r0 = parseModelToml(std::string("[\0\0r", 4), "t");  // a toml++ assertion
+  auto r0 = parseModelToml(std::string("x=1\0\0r", 6), "t");
   ASSERT_FALSE(r0.isOk());
   EXPECT_NE(r0.status().message().find("control character 0"), std::string::npos)
       << r0.status().message();
+  auto rh = parseModelToml("[[# comment\nlayers=2\n", "t");  // another toml++ assertion
+  ASSERT_FALSE(rh.isOk());
+  EXPECT_NE(rh.status().message().find("t:1: a table header"), std::string::npos)
+      << rh.status().message();
   // Other UTF-8 (here in a comment) is not refused by that check.
   auto ok = parseModelToml("# \xe2\x89\x88 approx\nlayers=2\n", "t");
   EXPECT_EQ(ok.status().message().find("U+"), std::string::npos) << ok.status().message();
