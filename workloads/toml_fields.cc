@@ -81,6 +81,7 @@ bool mishandled(unsigned cp) {
 
 Status rejectUnsafeCodePoints(std::string_view text, std::string_view origin) {
   int line = 1;
+  bool lineStart = true;  // only blanks (or the byte-order mark) so far on this line
   for (size_t i = 0; i < text.size(); ++i) {
     const auto b = static_cast<unsigned char>(text[i]);
     if (b == '\n') ++line;
@@ -93,7 +94,8 @@ Status rejectUnsafeCodePoints(std::string_view text, std::string_view origin) {
     }
     // A table header "[" / "[[" must open with a key: toml++ 3.3 asserts
     // otherwise (e.g. "[[#").
-    if (b == '[' && (i == 0 || text[i - 1] == '\n')) {
+    const bool bom = i < 3 && text.substr(0, 3) == "\xef\xbb\xbf";
+    if (b == '[' && lineStart) {
       size_t j = i + 1;
       if (j < text.size() && text[j] == '[') ++j;
       while (j < text.size() && (text[j] == ' ' || text[j] == '\t')) ++j;
@@ -104,6 +106,7 @@ Status rejectUnsafeCodePoints(std::string_view text, std::string_view origin) {
                                                       ": a table header must start with a key");
       }
     }
+    lineStart = b == '\n' || ((b == ' ' || b == '\t' || bom) && lineStart);
     unsigned cp = 0;
     size_t len = 0;
     if ((b & 0xe0) == 0xc0) {

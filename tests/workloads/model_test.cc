@@ -106,6 +106,8 @@ TEST(ModelToml, RejectsCharactersTheParserMishandles) {
   ASSERT_FALSE(rh.isOk());
   EXPECT_NE(rh.status().message().find("t:1: a table header"), std::string::npos)
       << rh.status().message();
+  EXPECT_FALSE(parseModelToml("\xef\xbb\xbf[+\n", "t").isOk());  // after a byte-order mark
+  EXPECT_FALSE(parseModelToml("x=1\n  [ #\n", "t").isOk());      // after blanks
   // Other UTF-8 (here in a comment) is not refused by that check.
   auto ok = parseModelToml("# \xe2\x89\x88 approx\nlayers=2\n", "t");
   EXPECT_EQ(ok.status().message().find("U+"), std::string::npos) << ok.status().message();
