@@ -1,12 +1,11 @@
 #include "sim/scenario.h"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "engine/core/units.h"
+#include "workloads/toml_fields.h"
 
 namespace tide::sim {
 
@@ -112,12 +111,8 @@ Result<Scenario> loadScenario(const std::string& path) {
 }
 
 Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
-  toml::table root;
-  try {
-    root = toml::parse(text, origin);
-  } catch (const toml::parse_error& e) {
-    return bad(origin, std::string("TOML: ") + std::string(e.description()));
-  }
+  // The workloads reader: tide's TOML subset only, one error with the line.
+  TIDE_ASSIGN_OR_RETURN(toml::table root, workloads::detail::parseToml(text, origin));
   Scenario s;
   s.name = root["name"].value_or(std::string("scenario"));
 

@@ -33,7 +33,8 @@ class TomlFields {
   std::set<std::string, std::less<>> seen_;
 };
 
-// Parses text into a table, or one error with origin:line:column.
+// Parses text into a table, or one error with origin:line[:column]. Only
+// tide's line-based TOML subset is accepted (see toml_fields.cc).
 Result<toml::table> parseToml(std::string_view text, std::string_view origin);
 
 }  // namespace tide::workloads::detail

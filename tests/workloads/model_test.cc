@@ -88,29 +88,31 @@ TEST(ModelToml, RejectsImpossibleDims) {
   EXPECT_EQ(loadModel("no-such-model").status().code(), Code::kNotFound);
 }
 
-// Found by fuzz_toml: toml++ 3.3 has undefined behaviour on some non-ASCII
-// characters, so they are refused with the line and code point.
-TEST(ModelToml, RejectsCharactersTheParserMishandles) {
-  auto r = parseModelToml("layers=2\ntp=\xc8\x9f\n", "t");
-  ASSERT_FALSE(r.isOk());
-  EXPECT_NE(r.status().message().find("t:2: character U+021F"), std::string::npos)
-      << r.status().message();
-  auto r3 = parseModelToml("\xef\xb9\xbf#\n", "t");  // U+FE7F, a 3-byte sequence
-  ASSERT_FALSE(r3.isOk());
-  EXPECT_NE(r3.status().message().find("U+FE7F"), std::string::npos) << r3.status().message();
-  auto r0 = parseModelToml(std::string("x=1\0\0r", 6), "t");
-  ASSERT_FALSE(r0.isOk());
-  EXPECT_NE(r0.status().message().find("control character 0"), std::string::npos)
-      << r0.status().message();
-  auto rh = parseModelToml("[[# comment\nlayers=2\n", "t");  // another toml++ assertion
-  ASSERT_FALSE(rh.isOk());
-  EXPECT_NE(rh.status().message().find("t:1: a table header"), std::string::npos)
-      << rh.status().message();
+// Found by fuzz_toml: toml++ 3.3 asserts or has undefined behaviour on
+// malformed input, so only tide's line-based subset reaches it.
+TEST(ModelToml, AcceptsOnlyTheLineSubset) {
+  auto expectRefused = [](const std::string& text, const std::string& what) {
+    auto r = parseModelToml(text, "t");
+    ASSERT_FALSE(r.isOk()) << text;
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().message();
+  };
+  expectRefused("layers=2\ntp=\xc8\x9f\n", "t:2: character 200");
+  expectRefused("\xef\xb9\xbf#\n", "t:1: character");
+  expectRefused(std::string("x=1\0\0r", 6), "t:1: character 0");
+  expectRefused("[[# comment\nlayers=2\n", "t:1: a table header must be a bare key");
+  expectRefused("c=[}\n", "t:1: array items");
+  expectRefused("x=1\n  [ #\n", "t:2: a table header");
+  expectRefused("x = \"a\\u0041\"\n", "t:1: a value must be");
+  expectRefused("x = 1 2\n", "t:1: unexpected text");
+  expectRefused("x = {a = 1}\n", "t:1: a value must be");
+  expectRefused("x\n", "t:1: expected `=`");
   EXPECT_FALSE(parseModelToml("\xef\xbb\xbf[+\n", "t").isOk());  // after a byte-order mark
-  EXPECT_FALSE(parseModelToml("x=1\n  [ #\n", "t").isOk());      // after blanks
-  // Other UTF-8 (here in a comment) is not refused by that check.
-  auto ok = parseModelToml("# \xe2\x89\x88 approx\nlayers=2\n", "t");
-  EXPECT_EQ(ok.status().message().find("U+"), std::string::npos) << ok.status().message();
+  // Everything the subset allows still reaches the model reader's checks.
+  auto ok = parseModelToml(
+      "\xef\xbb\xbf# comment\n"
+      "x = [1, 2.5e3, -3, true, \"s\",]  # trailing comma\n[a.b]\n[[c]]\n",
+      "t");
+  EXPECT_EQ(ok.status().message().find("character"), std::string::npos) << ok.status().message();
 }
 
 }  // namespace
