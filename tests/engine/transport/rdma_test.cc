@@ -32,6 +32,16 @@ using Tweak = std::function<void(TransportConfig&)>;
     }                                                                                           \
   } while (0)
 
+// Rank `rank` of two on rdma, meeting through `store`.
+TransportConfig pairConfig(int rank, Store* store) {
+  TransportConfig c;
+  c.backend = "rdma";
+  c.rank = rank;
+  c.worldSize = 2;
+  c.store = store;
+  return c;
+}
+
 struct Pair {
   MemoryStore store;
   std::unique_ptr<Transport> t[2];
@@ -43,11 +53,7 @@ std::unique_ptr<Pair> connectPair(const Tweak& tweak0, const Tweak& tweak1 = {})
   std::thread th[2];
   for (int r = 0; r < 2; ++r)
     th[r] = std::thread([&, r] {
-      TransportConfig c;
-      c.backend = "rdma";
-      c.rank = r;
-      c.worldSize = 2;
-      c.store = &p->store;
+      TransportConfig c = pairConfig(r, &p->store);
       c.streams = 2;
       c.connectTimeoutSeconds = 30;
       c.opTimeoutSeconds = 20;
@@ -285,12 +291,7 @@ TEST(Rdma, PeerKilledMidTransferFailsInBoundedTime) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     testing::FileStore store(dir.string());
-    TransportConfig c;
-    c.backend = "rdma";
-    c.rank = 1;
-    c.worldSize = 2;
-    c.store = &store;
-    auto t = createTransport(c);
+    auto t = createTransport(pairConfig(1, &store));
     if (!t.isOk()) _exit(3);
     std::vector<uint8_t> mem(n);
     auto r = (*t)->registerRegion(mem.data(), n);
@@ -299,11 +300,7 @@ TEST(Rdma, PeerKilledMidTransferFailsInBoundedTime) {
     _exit(0);
   }
   testing::FileStore store(dir.string());
-  TransportConfig c;
-  c.backend = "rdma";
-  c.rank = 0;
-  c.worldSize = 2;
-  c.store = &store;
+  TransportConfig c = pairConfig(0, &store);
   c.opTimeoutSeconds = 20;
   auto t = createTransport(c);
   if (!t.isOk()) ::kill(child, SIGKILL);
