@@ -154,14 +154,8 @@ Result<std::string> readStringAttr(hid_t obj, const std::string& name) {
   if (H5Sget_simple_extent_npoints(space.get()) != 1) {
     return fail("attribute '" + name + "' is not a scalar");
   }
-  if (H5Tis_variable_str(ft.get()) > 0) {
-    char* p = nullptr;
-    Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
-    H5Tset_size(mt.get(), H5T_VARIABLE);
-    if (H5Aread(a.get(), mt.get(), &p) < 0 || !p) return fail("cannot read attribute " + name);
-    std::string s(p);
-    H5free_memory(p);
-    return s;
+  if (H5Tis_variable_str(ft.get()) != 0) {  // see writeStrings: no global heap reads
+    return fail("attribute '" + name + "' is a variable-length string; tide reads fixed-length");
   }
   size_t n = H5Tget_size(ft.get());
   if (n == 0 || n > (1u << 20)) return fail("attribute '" + name + "' has a bad size");
@@ -222,9 +216,15 @@ Status writeDataset(hid_t loc, const std::string& name, const std::vector<uint64
   return Status::ok();
 }
 
+// Fixed-length, NUL-padded strings: variable-length ones live in HDF5's
+// global heap, and reading a corrupt global heap can loop inside the HDF5
+// library (found by fuzz_trace_reader), so tide neither writes nor reads them.
 Status writeStrings(hid_t loc, const std::string& name, const std::vector<std::string>& values) {
+  size_t width = 1;
+  for (const auto& v : values) width = std::max(width, v.size());
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.get(), H5T_VARIABLE);
+  H5Tset_size(type.get(), width);
+  H5Tset_strpad(type.get(), H5T_STR_NULLPAD);
   hsize_t dims[1] = {values.size()};
   Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose);
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
@@ -235,11 +235,10 @@ Status writeStrings(hid_t loc, const std::string& name, const std::vector<std::s
       H5Dcreate2(loc, name.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
       H5Dclose);
   if (!ds.valid()) return fail("cannot create dataset " + name);
-  std::vector<const char*> ptrs;
-  ptrs.reserve(values.size());
-  for (const auto& v : values) ptrs.push_back(v.c_str());
+  std::string buf(values.size() * width, '\0');
+  for (size_t i = 0; i < values.size(); ++i) values[i].copy(buf.data() + i * width, width);
   if (!values.empty() &&
-      H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0) {
+      H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) {
     return fail("cannot write dataset " + name);
   }
   return Status::ok();
@@ -320,18 +319,27 @@ Result<std::vector<std::string>> readStrings(hid_t loc, const std::string& name)
     return fail(name + " must be a 1-D string dataset");
   }
   Handle ds(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), H5Dclose);
-  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.get(), H5T_VARIABLE);
-  std::vector<char*> ptrs(info.shape[0], nullptr);
-  if (!ptrs.empty() &&
-      H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, ptrs.data()) < 0) {
-    return fail("cannot read " + name + " (truncated, corrupt or not variable-length strings)");
+  Handle ft(H5Dget_type(ds.get()), H5Tclose);
+  if (!ds.valid() || !ft.valid()) return fail("cannot open " + name);
+  if (H5Tis_variable_str(ft.get()) != 0) {
+    return fail(name + " holds variable-length strings; tide reads fixed-length ones only");
+  }
+  const size_t width = H5Tget_size(ft.get());
+  if (width == 0 || width > (1u << 16) || info.shape[0] > (1ull << 30) / width) {
+    return fail(name + " has a bad string size");
+  }
+  Handle mt(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(mt.get(), width);
+  H5Tset_strpad(mt.get(), H5T_STR_NULLPAD);
+  std::string buf(info.shape[0] * width, '\0');
+  if (!buf.empty() && H5Dread(ds.get(), mt.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0) {
+    return fail("cannot read " + name + " (truncated or corrupt)");
   }
   std::vector<std::string> out;
-  out.reserve(ptrs.size());
-  for (char* p : ptrs) {
-    out.emplace_back(p ? p : "");
-    if (p) H5free_memory(p);
+  out.reserve(info.shape[0]);
+  for (size_t i = 0; i < info.shape[0]; ++i) {
+    const char* p = buf.data() + i * width;
+    out.emplace_back(p, strnlen(p, width));
   }
   return out;
 }

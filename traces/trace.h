@@ -14,7 +14,7 @@
 namespace tide::traces {
 
 inline constexpr const char* kSchemaName = "tide-trace";
-inline constexpr int64_t kSchemaVersion = 1;
+inline constexpr int64_t kSchemaVersion = 2;  // 2: fixed-length strings
 
 struct TraceMeta {
   std::string model;  // zoo name or the model's own name

@@ -22,7 +22,7 @@ def main(path):
         schema = schema.decode() if isinstance(schema, bytes) else str(schema)
         if schema != "tide-trace":
             fail(f"schema {schema!r}")
-        if int(f.attrs["schema_version"]) != 1:
+        if int(f.attrs["schema_version"]) != 2:
             fail("schema_version")
         meta = f["meta"]
         steps = int(meta.attrs["steps"])
