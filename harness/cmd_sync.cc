@@ -105,15 +105,6 @@ Result<Prepared> prepare(const SyncArgs& a) {
     p.strategy = "p2p-sparse";
     p.mode = exec::UpdateMode::kSparse;
   }
-  if (wo.cluster.rfind("emulated:nodes=", 0) == 0) {
-    // loadCluster reads a leading ":nodes=" as a preset override: move the
-    // key last so the emulated spec is parsed as a whole.
-    const std::string rest = wo.cluster.substr(9);
-    const size_t comma = rest.find(',');
-    if (comma != std::string::npos) {
-      wo.cluster = "emulated:" + rest.substr(comma + 1) + "," + rest.substr(0, comma);
-    }
-  }
   TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
   Workload& w = *p.w;
   if (a.inferDtype == "bf16" && w.spec.inferDtype != workloads::DType::kBF16) {

@@ -94,6 +94,8 @@ Result<ClusterSpec> parseClusterToml(std::string_view text, std::string_view ori
 }
 
 Result<ClusterSpec> loadCluster(std::string_view nameOrPath) {
+  // Before the ":nodes=" override: "emulated:nodes=N,..." is a spec of its own.
+  if (nameOrPath.rfind("emulated:", 0) == 0) return parseEmulated(nameOrPath);
   std::string_view name = nameOrPath;
   int nodes = 0;
   if (size_t colon = nameOrPath.find(":nodes="); colon != std::string_view::npos) {
@@ -104,7 +106,6 @@ Result<ClusterSpec> loadCluster(std::string_view nameOrPath) {
     }
     nodes = static_cast<int>(*n);
   }
-  if (nameOrPath.rfind("emulated:", 0) == 0) return parseEmulated(nameOrPath);
   Result<ClusterSpec> c = TIDE_ERROR(Code::kNotFound, "");
   bool found = false;
   for (size_t i = 0; i < detail::kEmbeddedClusterCount; ++i) {

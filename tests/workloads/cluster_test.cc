@@ -33,6 +33,10 @@ TEST(Cluster, Emulated) {
   EXPECT_FALSE(parseEmulated("emulated:nodes=0,gpus=4,nic=1GB/s").isOk());
   EXPECT_FALSE(parseEmulated("emulated:nodes=2,color=4,nic=1GB/s").isOk());
   EXPECT_FALSE(parseEmulated("nodes=2").isOk());
+  // loadCluster takes the same spec whatever key comes first.
+  auto first = orThrow(loadCluster("emulated:nodes=8,gpus=2,nic=100Mbps,nics=1"));
+  EXPECT_EQ(first.nodes, 8);
+  EXPECT_EQ(first.worldSize(), 16);
 }
 
 TEST(Cluster, TomlRejectsBadValues) {
