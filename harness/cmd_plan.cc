@@ -33,7 +33,7 @@ void runPlan(const PlanArgs& a) {
   const double reshardSeconds = sw.seconds();
   auto p = orThrow(w->strategy->makePlan(w->problem()));
   const double planSeconds = sw.seconds();
-  auto lb = orThrow(plan::lowerBound(p, w->cluster));
+  auto lb = orThrow(plan::lowerBound(p, boundCluster(w->cluster)));
   const auto s = p.summarize();
   const double rss = peakRssBytes();
 

@@ -118,13 +118,7 @@ Result<Prepared> prepare(const SyncArgs& a) {
   }
   TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
   p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
-  workloads::ClusterSpec bc = w.cluster;
-  if (p.emulated) {
-    // Inside a node the emulation copies through memory and loopback, which
-    // the shaped links do not limit: the bound counts the NICs only.
-    bc.nvlinkBps = bc.pcieD2HBps = bc.pcieH2DBps = bc.hostMemBps = 1e15;
-  }
-  TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, bc));
+  TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, boundCluster(w.cluster)));
   return p;
 }
 

@@ -62,4 +62,12 @@ Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o) {
   return w;
 }
 
+workloads::ClusterSpec boundCluster(const workloads::ClusterSpec& c) {
+  workloads::ClusterSpec b = c;
+  if (c.name.rfind("emulated:", 0) == 0) {
+    b.nvlinkBps = b.pcieD2HBps = b.pcieH2DBps = b.hostMemBps = 1e15;
+  }
+  return b;
+}
+
 }  // namespace tide::harness

@@ -54,4 +54,9 @@ struct Workload {
 
 Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o);
 
+// The cluster a plan's lower bound is taken on. On an emulated cluster the
+// intra-node paths are memory copies and loopback, which the shaped links do
+// not limit: the bound counts the NICs only.
+workloads::ClusterSpec boundCluster(const workloads::ClusterSpec& c);
+
 }  // namespace tide::harness
