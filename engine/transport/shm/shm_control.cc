@@ -182,6 +182,9 @@ void ControlChannel::receiveLoop() {
     int n = ::poll(pfds.data(), pfds.size(), 500);
     if (n < 0 && errno != EINTR) break;
     if (stop_) break;
+    // Only the connections that were polled have a pollfd; one accepted
+    // below is appended after them and polled next round.
+    const size_t polled = pfds.size() - 2;
     if (pfds[1].revents & POLLIN) {
       UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (fd.valid()) {
@@ -190,7 +193,7 @@ void ControlChannel::receiveLoop() {
         peers.push_back(-1);
       }
     }
-    for (size_t i = conns.size(); i-- > 0;) {
+    for (size_t i = polled; i-- > 0;) {
       if (pfds[i + 2].revents == 0) continue;
       int fd = conns[i].get();
       bool ok = true;
