@@ -26,6 +26,10 @@ namespace tide::data {
 
 inline constexpr uint16_t kManifestVersion = 1;
 inline constexpr uint64_t kPayloadAlign = 64;
+// `v` rounded up to the next field boundary.
+inline constexpr uint64_t alignPayload(uint64_t v) {
+  return (v + kPayloadAlign - 1) / kPayloadAlign * kPayloadAlign;
+}
 inline constexpr uint32_t kMaxFields = 4096;
 inline constexpr uint32_t kMaxRegions = 4096;
 inline constexpr uint32_t kMaxDims = 8;

@@ -8,10 +8,6 @@
 namespace tide::data {
 namespace {
 
-uint64_t alignUp(uint64_t v) {
-  return (v + kPayloadAlign - 1) / kPayloadAlign * kPayloadAlign;
-}
-
 int32_t promptToken(uint64_t seed, int64_t row, int64_t j) {
   return int32_t((seed * 2654435761u + uint64_t(row) * 40503u + uint64_t(j)) & 0x7ffff);
 }
@@ -28,7 +24,7 @@ struct Layout {
   uint64_t total = 0;
   size_t add(uint64_t bytes) {
     at.push_back(total);
-    total = alignUp(total + bytes);
+    total = alignPayload(total + bytes);
     return at.size() - 1;
   }
 };
