@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/core/clock.h"
+
 namespace tide::exec {
 
 namespace {
@@ -44,7 +46,12 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
   for (int step = 1; step <= options.steps; ++step) {
     VectorSink mine;
     traces::EventSink* sink = options.gatherEvents ? &mine : events;
-    TIDE_ASSIGN_OR_RETURN(RankStep rs, ex->runStep(step, sink));
+    auto stepped = ex->runStep(step, sink);
+    if (!stepped.isOk()) {
+      if (options.failedAt) *options.failedAt = nowSeconds();
+      return stepped.status();
+    }
+    RankStep rs = std::move(*stepped);
     std::ostringstream t;
     t.precision(17);
     t << rs.tStart << ' ' << rs.tEnd << ' ' << rs.bytesSent << ' ' << rs.bytesLocal << ' '
@@ -120,6 +127,7 @@ Result<std::vector<StepStats>> runThreads(const plan::TransferPlan& plan,
   const int world = static_cast<int>(plan.ranks.size());
   MemoryStore store;
   std::vector<Status> status(world, Status::ok());
+  std::vector<double> failedAt(world, 0);  // nowSeconds(), to tell the cause
   std::vector<std::vector<StepStats>> stats(world);
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
@@ -132,6 +140,7 @@ Result<std::vector<StepStats>> runThreads(const plan::TransferPlan& plan,
       auto t = transport::createTransport(c);
       if (!t.isOk()) {
         status[r] = t.status();
+        failedAt[r] = nowSeconds();
         return;
       }
       std::unique_ptr<transport::Transport> tr = std::move(*t);
@@ -139,24 +148,30 @@ Result<std::vector<StepStats>> runThreads(const plan::TransferPlan& plan,
       PrefixStore execStore(store, "exec/");
       RankRunOptions o = options;
       o.gatherEvents = false;  // one process: every rank appends to the shared sink
+      o.failedAt = &failedAt[r];
       auto res = runRank(plan, layouts, weights, *tr, execStore, o, events);
       if (res.isOk()) {
         stats[r] = std::move(*res);
       } else {
         status[r] = res.status().withContext("rank " + std::to_string(r));
+        if (failedAt[r] == 0) failedAt[r] = nowSeconds();
       }
     });
   }
   for (auto& th : threads) th.join();
   // The error a rank found itself beats the timeouts and lost peers it
-  // caused in others (a rank that fails leaves, closing its connections).
+  // caused in others (a rank that fails leaves, closing its connections);
+  // among those, the earliest is the cause: a peer's write rejected because
+  // the failed rank already dropped its regions comes after it.
   auto consequence = [](Code c) { return c == Code::kTimeout || c == Code::kUnavailable; };
-  for (int r = 0; r < world; ++r) {
-    if (!status[r].isOk() && !consequence(status[r].code())) return status[r];
+  int cause = -1;
+  for (int pass = 0; pass < 2 && cause < 0; ++pass) {
+    for (int r = 0; r < world; ++r) {
+      if (status[r].isOk() || (pass == 0 && consequence(status[r].code()))) continue;
+      if (cause < 0 || failedAt[r] < failedAt[cause]) cause = r;
+    }
   }
-  for (int r = 0; r < world; ++r) {
-    if (!status[r].isOk()) return status[r];
-  }
+  if (cause >= 0) return status[cause];
   return stats[0];
 }
 

@@ -37,6 +37,9 @@ struct RankRunOptions {
   // runThreads: wraps each rank's transport (tests: fault injection).
   std::function<std::unique_ptr<transport::Transport>(std::unique_ptr<transport::Transport>, int)>
       wrapTransport;
+  // runThreads: where runRank notes (nowSeconds) when its step failed, before
+  // the executor drops its regions, so the cause can be told from what it caused.
+  double* failedAt = nullptr;
 };
 
 // Runs `steps` updates as the transport's rank. Rank 0 gets the aggregated

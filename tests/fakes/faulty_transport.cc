@@ -11,11 +11,9 @@ FaultyTransport::FaultyTransport(std::unique_ptr<Transport> inner, FaultPlan pla
       worldSize_(inner_->worldSize()),
       caps_(inner_->capabilities()) {}
 
-FaultyTransport::~FaultyTransport() {
-  // Undo a corruption of the caller's source buffer that was never reaped.
-  for (auto& [id, p] : pending_)
-    if (p.restoreAt != nullptr) *p.restoreAt ^= 0xFF;
-}
+// A corruption of the caller's source buffer that was never reaped is undone
+// when its region is deregistered: after that the memory may be gone.
+FaultyTransport::~FaultyTransport() = default;
 
 void FaultyTransport::die() {
   inner_.reset();
@@ -33,13 +31,25 @@ Capabilities FaultyTransport::capabilities() const {
 Result<LocalRegion> FaultyTransport::registerRegion(void* addr, uint64_t size, MemoryKind kind) {
   if (dead()) return gone();
   TIDE_ASSIGN_OR_RETURN(LocalRegion r, inner_->registerRegion(addr, size, kind));
-  localBase_[r.id] = static_cast<char*>(addr);
+  localBase_[r.id] = Extent{static_cast<char*>(addr), size};
   return r;
 }
 
 Status FaultyTransport::deregisterRegion(uint32_t id) {
+  if (auto it = localBase_.find(id); it != localBase_.end()) {
+    auto inside = [&](const char* p) {
+      return p >= it->second.base && p < it->second.base + it->second.size;
+    };
+    for (auto& [batch, p] : pending_) {
+      if (p.restoreAt != nullptr && inside(p.restoreAt)) {
+        *p.restoreAt ^= 0xFF;
+        p.restoreAt = nullptr;
+      }
+      if (p.flipAfter != nullptr && inside(p.flipAfter)) p.flipAfter = nullptr;
+    }
+    localBase_.erase(it);
+  }
   if (dead()) return gone();
-  localBase_.erase(id);
   return inner_->deregisterRegion(id);
 }
 
@@ -71,7 +81,7 @@ Result<BatchId> FaultyTransport::submit(std::span<const Request> requests) {
     if (n == plan_.corruptRequest && r.length > 0) {
       auto base = localBase_.find(r.localRegion);
       if (base != localBase_.end()) {
-        char* byte = base->second + r.localOffset + r.length / 2;
+        char* byte = base->second.base + r.localOffset + r.length / 2;
         if (r.op == Op::kRead) {
           p.flipAfter = byte;
         } else {

@@ -65,7 +65,11 @@ class FaultyTransport final : public Transport {
   const int worldSize_;
   Capabilities caps_;
   uint64_t seen_ = 0;
-  std::map<uint32_t, char*> localBase_;
+  struct Extent {
+    char* base = nullptr;
+    uint64_t size = 0;
+  };
+  std::map<uint32_t, Extent> localBase_;
   std::map<BatchId, Pending> pending_;
   BatchId next_ = 1;
 };
