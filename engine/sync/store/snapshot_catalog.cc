@@ -22,8 +22,10 @@ const char* snapshotStateName(SnapshotState s) {
   return "?";
 }
 
-SnapshotCatalog::SnapshotCatalog(uint32_t nodes, uint32_t replicas)
-    : replicas_(replicas), live_(nodes, true), load_(nodes, 0), next_(nodes, 0) {}
+SnapshotCatalog::SnapshotCatalog(uint32_t nodes, uint32_t replicas, uint64_t capacityBytes)
+    : replicas_(replicas), live_(nodes, true), load_(nodes, 0), free_(nodes) {
+  for (auto& f : free_) f[0] = capacityBytes;
+}
 
 std::vector<uint32_t> SnapshotCatalog::byLoad() const {
   std::vector<uint32_t> order(live_.size());
@@ -33,11 +35,47 @@ std::vector<uint32_t> SnapshotCatalog::byLoad() const {
   return order;
 }
 
-void SnapshotCatalog::place(Fragment& f, uint32_t node) {
-  f.nodes.push_back(node);
-  f.offsets.push_back(next_[node]);
-  next_[node] += (f.bytes + 63) / 64 * 64;
-  load_[node] += f.bytes;
+namespace {
+uint64_t slotBytes(uint64_t bytes) {
+  return (std::max<uint64_t>(bytes, 1) + 63) / 64 * 64;
+}
+}  // namespace
+
+bool SnapshotCatalog::place(Fragment& f, uint32_t node) {
+  const uint64_t need = slotBytes(f.bytes);
+  auto& free = free_[node];
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    if (it->second < need) continue;
+    const uint64_t at = it->first, left = it->second - need;
+    free.erase(it);
+    if (left > 0) free[at + need] = left;
+    f.nodes.push_back(node);
+    f.offsets.push_back(at);
+    load_[node] += f.bytes;
+    return true;
+  }
+  return false;
+}
+
+void SnapshotCatalog::unplace(const Fragment& f) {
+  for (size_t i = 0; i < f.nodes.size(); ++i) {
+    const uint32_t n = f.nodes[i];
+    load_[n] -= std::min(load_[n], f.bytes);
+    auto& free = free_[n];
+    auto [it, _] = free.emplace(f.offsets[i], slotBytes(f.bytes));
+    // Merge with the neighbours so large fragments fit again.
+    if (auto next = std::next(it); next != free.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free.erase(next);
+    }
+    if (it != free.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free.erase(it);
+      }
+    }
+  }
 }
 
 Result<Snapshot*> SnapshotCatalog::find(uint64_t version) {
@@ -78,14 +116,20 @@ Result<const Snapshot*> SnapshotCatalog::beginImport(uint64_t version,
     Fragment fr;
     fr.bytes = bytes[f];
     fr.hash = hashes[f];
-    // Least-loaded live nodes, distinct by construction.
+    // Least-loaded live nodes with room, distinct by construction.
     const std::vector<uint32_t> order = byLoad();
     for (uint32_t n : order) {
       if (fr.nodes.size() == replicas_) break;
-      if (!live_[n]) continue;
-      place(fr, n);
+      if (live_[n]) (void)place(fr, n);
     }
     s.fragments.push_back(std::move(fr));
+    if (s.fragments.back().nodes.size() < replicas_) {
+      for (const Fragment& done : s.fragments) unplace(done);
+      return TIDE_ERROR(Code::kResourceExhausted,
+                        "store: no room for " + std::to_string(replicas_) + " replicas of " +
+                            std::to_string(bytes[f]) + " bytes (version " +
+                            std::to_string(version) + ", fragment " + std::to_string(f) + ")");
+    }
   }
   auto [it, _] = snapshots_.emplace(version, std::move(s));
   return &it->second;
@@ -177,7 +221,7 @@ Result<std::vector<Repair>> SnapshotCatalog::repairs(uint64_t version) {
     for (uint32_t n : order) {
       if (missing == 0) break;
       if (!live(n) || std::find(f.nodes.begin(), f.nodes.end(), n) != f.nodes.end()) continue;
-      place(f, n);  // placed now, stored once the copy lands
+      if (!place(f, n)) continue;  // placed now, stored once the copy lands
       out.push_back(Repair{i, good.front(), n});
       --missing;
     }
@@ -233,9 +277,7 @@ std::vector<uint64_t> SnapshotCatalog::collect() {
       ++it;
       continue;
     }
-    for (const Fragment& f : it->second.fragments) {
-      for (uint32_t n : f.nodes) load_[n] -= std::min(load_[n], f.bytes);
-    }
+    for (const Fragment& f : it->second.fragments) unplace(f);
     dropped.push_back(it->first);
     it = snapshots_.erase(it);
   }

@@ -15,7 +15,8 @@
 //   repairs(V)       the copies that restore R replicas on live nodes;
 //                    stored() of each brings V back        -> kReady
 //   acquire/release  reader leases; collect() drops versions older than the
-//                    newest ready one that no lease holds.
+//                    newest ready one that no lease holds and frees their
+//                    space in the node segments for later versions.
 
 #include <cstdint>
 #include <map>
@@ -55,9 +56,11 @@ struct Repair {
 
 class SnapshotCatalog {
  public:
-  SnapshotCatalog(uint32_t nodes, uint32_t replicas);
+  // Each node's segment holds `capacityBytes` (fragments are 64-byte aligned).
+  SnapshotCatalog(uint32_t nodes, uint32_t replicas, uint64_t capacityBytes = UINT64_MAX);
 
-  // Places fragments of these sizes/hashes; fails when fewer than R nodes live.
+  // Places fragments of these sizes/hashes; fails when fewer than R nodes
+  // live (kUnavailable) or their segments have no room (kResourceExhausted).
   Result<const Snapshot*> beginImport(uint64_t version, const std::vector<uint64_t>& bytes,
                                       const std::vector<uint64_t>& hashes);
   Status stored(uint64_t version, uint32_t fragment, uint32_t node);
@@ -76,6 +79,9 @@ class SnapshotCatalog {
   Result<uint32_t> source(uint64_t version, uint32_t fragment) const;
   Result<const Snapshot*> snapshot(uint64_t version) const;
   bool live(uint32_t node) const { return node < live_.size() && live_[node]; }
+  uint32_t nodes() const { return static_cast<uint32_t>(live_.size()); }
+  uint32_t replicas() const { return replicas_; }
+  const std::map<uint64_t, Snapshot>& snapshots() const { return snapshots_; }
 
  private:
   Result<Snapshot*> find(uint64_t version);
@@ -84,8 +90,10 @@ class SnapshotCatalog {
   uint32_t replicas_;
   std::vector<bool> live_;
   std::vector<uint64_t> load_;  // bytes held per node (placement balance)
-  std::vector<uint64_t> next_;  // bump allocator per node segment (space is not reused)
-  void place(Fragment& f, uint32_t node);
+  // Free extents (offset -> bytes) of each node's segment, first fit.
+  std::vector<std::map<uint64_t, uint64_t>> free_;
+  bool place(Fragment& f, uint32_t node);
+  void unplace(const Fragment& f);
   std::vector<uint32_t> byLoad() const;  // node ids, least loaded first
   std::map<uint64_t, Snapshot> snapshots_;
 };

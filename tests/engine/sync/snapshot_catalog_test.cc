@@ -97,5 +97,27 @@ TEST(SnapshotCatalog, LeasesKeepVersionsFromCollection) {
   EXPECT_TRUE(c.collect().empty());
 }
 
+TEST(SnapshotCatalog, CollectedVersionsFreeTheirSpace) {
+  // Room for two versions' replicas: a third fits only once the first is collected.
+  SnapshotCatalog c(2, 2, 2 * (1024 + 2048 + 3008));
+  for (uint64_t v = 1; v <= 2; ++v) {
+    orThrow(c.beginImport(v, kBytes, kHashes).status());
+    storeAll(c, v);
+    orThrow(c.commit(v));
+  }
+  orThrow(c.acquire(1));
+  EXPECT_EQ(c.beginImport(3, kBytes, kHashes).status().code(), Code::kResourceExhausted);
+  EXPECT_EQ(c.snapshot(3).status().code(), Code::kNotFound);  // nothing half placed
+  orThrow(c.release(1));
+  EXPECT_EQ(c.collect(), (std::vector<uint64_t>{1}));
+  const Snapshot* s = orThrow(c.beginImport(3, kBytes, kHashes));
+  for (const auto& f : s->fragments) {
+    for (uint64_t off : f.offsets) EXPECT_LT(off + f.bytes, 2u * (1024 + 2048 + 3008) + 1);
+  }
+  storeAll(c, 3);
+  orThrow(c.commit(3));
+  EXPECT_EQ(c.collect(), (std::vector<uint64_t>{2}));
+}
+
 }  // namespace
 }  // namespace tide::sync::store
