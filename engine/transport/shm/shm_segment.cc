@@ -14,8 +14,32 @@
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define TIDE_SHM_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TIDE_SHM_TSAN 1
+#endif
+#endif
+#ifdef TIDE_SHM_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace tide::transport::shm {
 namespace {
+
+// See Segment::tsanKey_.
+void tsanRelease([[maybe_unused]] void* key) {
+#ifdef TIDE_SHM_TSAN
+  __tsan_release(key);
+#endif
+}
+
+void tsanAcquire([[maybe_unused]] void* key) {
+#ifdef TIDE_SHM_TSAN
+  __tsan_acquire(key);
+#endif
+}
 
 constexpr size_t kSegmentBytes = (sizeof(SegmentLayout) + 4095) & ~size_t{4095};
 
@@ -58,6 +82,7 @@ Result<Segment> Segment::create(int rank) {
   void* p = ::mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd_.get(), 0);
   if (p == MAP_FAILED) return TIDE_ERRNO("mmap shm segment");
   s.map_ = Mapping(p, kSegmentBytes);
+  s.tsanKey_ = p;
   auto* l = new (p) SegmentLayout();
   l->pid = ::getpid();
   l->rank = rank;
@@ -71,7 +96,7 @@ Result<Segment> Segment::create(int rank) {
   return s;
 }
 
-Result<Segment> Segment::open(pid_t pid, int fd, int expectRank) {
+Result<Segment> Segment::open(pid_t pid, int fd, int expectRank, uint64_t ownerAddr) {
   Segment s;
   std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
   s.fd_.reset(::open(path.c_str(), O_RDWR | O_CLOEXEC));
@@ -92,6 +117,8 @@ Result<Segment> Segment::open(pid_t pid, int fd, int expectRank) {
   void* p = ::mmap(nullptr, kSegmentBytes, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd_.get(), 0);
   if (p == MAP_FAILED) return TIDE_ERRNO("mmap peer shm segment");
   s.map_ = Mapping(p, kSegmentBytes);
+  // Another process's address means nothing here (and tsan sees one process).
+  s.tsanKey_ = pid == ::getpid() ? reinterpret_cast<void*>(ownerAddr) : p;
   const auto* l = s.get();
   if (l->magic.load(std::memory_order_acquire) != kSegmentMagic || l->rank != expectRank ||
       l->pid != pid)
@@ -127,6 +154,7 @@ Status Segment::post(int32_t fromRank, uint32_t imm, double timeoutSeconds) cons
   while (true) {
     TIDE_RETURN_IF_ERROR(lockRing(&l->ringMu));
     if (l->tail - l->head < kRingSlots) {
+      tsanRelease(tsanKey_);
       l->ring[l->tail % kRingSlots] = NotificationEntry{fromRank, imm};
       ++l->tail;
       pthread_mutex_unlock(&l->ringMu);
@@ -156,6 +184,7 @@ Result<NotificationEntry> Segment::pop(double timeoutSeconds) const {
       NotificationEntry e = l->ring[l->head % kRingSlots];
       ++l->head;
       pthread_mutex_unlock(&l->ringMu);
+      tsanAcquire(tsanKey_);
       return e;
     }
     pthread_mutex_unlock(&l->ringMu);

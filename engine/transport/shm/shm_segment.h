@@ -78,7 +78,8 @@ class Segment {
 
   static Result<Segment> create(int rank);
   // Opens a peer's memfd through /proc/<pid>/fd/<fd> (same user required).
-  static Result<Segment> open(pid_t pid, int fd, int expectRank);
+  // `ownerAddr` is where the owner mapped it (published with pid and fd).
+  static Result<Segment> open(pid_t pid, int fd, int expectRank, uint64_t ownerAddr);
 
   SegmentLayout* get() const { return static_cast<SegmentLayout*>(map_.data()); }
   int fd() const { return fd_.get(); }
@@ -100,6 +101,12 @@ class Segment {
  private:
   UniqueFd fd_;
   Mapping map_;
+  // ThreadSanitizer keys happens-before by address, and a peer in this process
+  // maps the segment at another address than its owner does, so the ring's
+  // process-shared mutex orders nothing it can see (a WRITE_WITH_IMM's data
+  // looks racy to the notified rank). post() releases and pop() acquires this
+  // key, the owner's address of the segment; tsan builds only.
+  void* tsanKey_ = nullptr;
 };
 
 }  // namespace tide::transport::shm

@@ -148,7 +148,7 @@ class ShmTransport final : public Transport {
                               " (use tcp or rdma across hosts)");
       TIDE_RETURN_IF_ERROR(probePeerAccess(static_cast<pid_t>(pid), p, probe));
       TIDE_ASSIGN_OR_RETURN(peers_[p],
-                            Segment::open(static_cast<pid_t>(pid), static_cast<int>(fd), p));
+                            Segment::open(static_cast<pid_t>(pid), static_cast<int>(fd), p, probe));
       pids_[p] = static_cast<pid_t>(pid);
     }
     for (int i = 0; i < c.streams; ++i) workers_.emplace_back([this] { workLoop(); });
