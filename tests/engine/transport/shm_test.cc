@@ -17,6 +17,7 @@
 #include "engine/core/clock.h"
 #include "engine/exec/tcp_store.h"
 #include "engine/transport/registry.h"
+#include "tests/sanitizers.h"
 
 namespace tide::transport {
 namespace {
@@ -282,6 +283,7 @@ TEST(Shm, CleanShutdownWithRequestsInFlight) {
 class ShmPeerProcess : public ::testing::TestWithParam<bool> {};
 
 TEST_P(ShmPeerProcess, CopiesAndPeerDeathGivesBoundedError) {
+  if (tide::testing::kThreadSanitizer) GTEST_SKIP() << tide::testing::kTsanForkReason;
   const bool memfd = GetParam();
   auto server = orThrow(exec::TcpStore::host("127.0.0.1", 0, "t0k3n"));
   const int port = server->port();

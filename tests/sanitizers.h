@@ -1,0 +1,39 @@
+#pragma once
+// Which sanitizer this test binary is built with (the asan and tsan presets),
+// for the few tests that cannot run under one and skip with a reason instead.
+
+namespace tide::testing {
+
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kThreadSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+#else
+inline constexpr bool kThreadSanitizer = false;
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kAddressSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
+inline constexpr bool kAnySanitizer = kThreadSanitizer || kAddressSanitizer;
+
+// ThreadSanitizer cannot run a forked child of a threaded process that starts
+// threads itself (it aborts: "starting new threads after multi-threaded fork").
+inline constexpr const char* kTsanForkReason =
+    "ThreadSanitizer: the forked child of this threaded test starts threads, which tsan does "
+    "not support (fork+exec peers are tested instead)";
+
+}  // namespace tide::testing
