@@ -117,6 +117,22 @@ Status RankExecutor::setup() {
     if (plan_.ranks[rank_].role == plan::Role::kTrainer) TIDE_RETURN_IF_ERROR(materializeTrain(0));
     DiskDeltaCounters ignored;
     TIDE_RETURN_IF_ERROR(disk_->step(0, bufferArray(), ignored));
+  } else if (options_.mode == UpdateMode::kStore) {
+    StorePathOptions so = options_.store;
+    so.timeoutSeconds = options_.timeoutSeconds;
+    std::array<uint32_t, kSpaceCount> ids{};
+    for (int s = 0; s < kSpaceCount; ++s) ids[s] = localIds_[s];
+    TIDE_ASSIGN_OR_RETURN(
+        storePath_, StorePath::create(plan_, layouts_, schedule_, transport_, store_, ids, so));
+    // Version 0 is imported into the store and every inference rank loads
+    // it from there (as a joining engine would), checked bit-exact.
+    TIDE_RETURN_IF_ERROR(materializeInfer(0));
+    if (plan_.ranks[rank_].role == plan::Role::kTrainer) TIDE_RETURN_IF_ERROR(materializeTrain(0));
+    StoreCounters ignored;
+    TIDE_RETURN_IF_ERROR(storePath_->step(0, bufferArray(), ignored));
+    TIDE_RETURN_IF_ERROR(verify(0));
+    return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
+                        options_.timeoutSeconds);
   }
   TIDE_RETURN_IF_ERROR(materializeInfer(0));
   return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
@@ -192,8 +208,28 @@ Status RankExecutor::transferDisk(int step, traces::EventSink* events, RankStep&
   return events->append(e);
 }
 
+Status RankExecutor::transferStore(int step, traces::EventSink* events, RankStep& out) {
+  StoreCounters c;
+  const double t0 = now();
+  TIDE_RETURN_IF_ERROR(storePath_->step(static_cast<uint64_t>(step), bufferArray(), c));
+  out.bytesSent = c.bytesWritten;
+  out.bytesFull = c.bytesWritten;
+  out.bytesRead = c.bytesRead;
+  if (!events || (c.bytesWritten == 0 && c.bytesRead == 0)) return Status::ok();
+  // One event per rank and step: the store's traffic is not one (src, dst) pair.
+  traces::Event e;
+  e.tStart = t0 - epoch_;
+  e.tEnd = now() - epoch_;
+  e.src = e.dst = rank_;
+  e.bytes = c.bytesWritten + c.bytesRead;
+  e.step = step;
+  e.path = path_;
+  return events->append(e);
+}
+
 Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out) {
   if (disk_) return transferDisk(step, events, out);
+  if (storePath_) return transferStore(step, events, out);
   const RankSchedule& s = schedule_;
   const auto buffers = bufferArray();
   std::vector<uint64_t> wire(s.out.size(), 0);  // bytes each group put on the wire

@@ -26,6 +26,7 @@
 #include "engine/exec/rank_layout.h"
 #include "engine/exec/rank_schedule.h"
 #include "engine/exec/sparse_path.h"
+#include "engine/exec/store_path.h"
 #include "engine/plan/transfer_plan.h"
 #include "engine/transport/transport.h"
 #include "traces/event.h"
@@ -38,6 +39,7 @@ enum class UpdateMode {
   kFull,       // one-sided writes of the bytes (broadcast, p2p)
   kSparse,     // p2p writes of delta blocks, applied by the target (sparse_path.h)
   kDiskDelta,  // delta files in a shared directory (disk_delta_path.h)
+  kStore,      // versioned snapshots in the ranks' store segments (store_path.h)
 };
 
 struct ExecOptions {
@@ -53,6 +55,7 @@ struct ExecOptions {
   UpdateMode mode = UpdateMode::kFull;
   std::string deltaDir;    // kDiskDelta: the shared directory
   uint32_t baseEvery = 8;  // kDiskDelta: a full base every K versions
+  StorePathOptions store;  // kStore (its timeout is timeoutSeconds)
 };
 
 struct RankStep {
@@ -63,7 +66,7 @@ struct RankStep {
   uint64_t bytesSent = 0;  // non-local bytes this rank sent
   uint64_t bytesLocal = 0;
   uint64_t bytesFull = 0;  // what a full update of the same data moves (sparse / disk-delta)
-  uint64_t bytesRead = 0;  // disk-delta: bytes read from files
+  uint64_t bytesRead = 0;  // disk-delta: bytes read from files; store: from the store
   uint64_t elements = 0, changed = 0;  // sparse / disk-delta: elements encoded, changed
 };
 
@@ -84,6 +87,9 @@ class RankExecutor {
   Result<RankStep> runStep(int step, traces::EventSink* events);
 
   int version() const { return version_; }
+  // Whether this rank's inference shard holds exactly `version` (kDataLoss
+  // naming the first block that does not). Tests: no rank ends on a mix.
+  Status checkVersion(int version) const { return verify(version); }
   const RankSchedule& schedule() const { return schedule_; }
   // Seconds on the steady clock, shared by the processes of one host.
   static double now();
@@ -97,6 +103,7 @@ class RankExecutor {
   Status materializeInfer(int version);
   Status transfer(int step, traces::EventSink* events, RankStep& out);
   Status transferDisk(int step, traces::EventSink* events, RankStep& out);
+  Status transferStore(int step, traces::EventSink* events, RankStep& out);
   Status verify(int version) const;
   uint8_t* buffer(plan::Space s) { return buffers_[static_cast<int>(s)].get(); }
   std::array<uint8_t*, kSpaceCount> bufferArray();
@@ -119,6 +126,7 @@ class RankExecutor {
   traces::EventPath path_ = traces::EventPath::kUnknown;
   std::unique_ptr<SparsePath> sparse_;
   std::unique_ptr<DiskDeltaPath> disk_;
+  std::unique_ptr<StorePath> storePath_;
 };
 
 }  // namespace tide::exec

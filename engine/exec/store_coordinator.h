@@ -1,0 +1,60 @@
+#pragma once
+// The store's coordinator (rank 0 of a store run): owns the SnapshotCatalog
+// and drives one version through it with the ranks' records in the
+// key-value store (engine/exec/store_path.h has the whole protocol). It
+// moves no bytes itself: re-replication copies are returned to the caller,
+// which runs them on the transport and reports them done.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/core/kv_store.h"
+#include "engine/exec/store_layout.h"
+#include "engine/sync/store/snapshot_catalog.h"
+
+namespace tide::exec {
+
+struct RepairCopy {
+  uint64_t version = 0;
+  uint32_t fragment = 0;
+  uint32_t from = 0, to = 0;  // nodes
+  uint64_t fromOffset = 0, toOffset = 0, bytes = 0;
+};
+
+class StoreCoordinator {
+ public:
+  StoreCoordinator(const StoreLayout& layout, Store& store, double timeoutSeconds,
+                   std::string catalogJson);
+
+  // Gathers the writers' hashes, places version V, publishes the placement.
+  Status place(uint64_t version);
+  // Gathers the writers' "stored" reports, commits V, publishes the commit record.
+  Status commit(uint64_t version);
+  // Gathers the readers' reports: marks lost nodes and returns the copies
+  // that restore R replicas of every snapshot still kept.
+  Result<std::vector<RepairCopy>> afterRead(uint64_t version);
+  // The copies landed: replicas stored, readers' leases moved to V, old
+  // versions collected, the catalog written out (catalogJson).
+  Status finish(uint64_t version, const std::vector<RepairCopy>& done);
+
+  const sync::store::SnapshotCatalog& catalog() const { return catalog_; }
+
+ private:
+  Status writeCatalog() const;
+  void note(const std::string& event);
+
+  const StoreLayout& layout_;
+  Store& store_;
+  double timeout_;
+  std::string catalogJson_;
+  sync::store::SnapshotCatalog catalog_;
+  std::map<std::pair<int, uint32_t>, uint64_t> groups_;  // of the version being imported
+  std::vector<std::string> events_;                      // state changes, for `tide store`
+  uint64_t leased_ = 0;                                  // version the readers hold a lease on
+  bool hasLease_ = false;
+  uint64_t failovers_ = 0, repairedBytes_ = 0;
+};
+
+}  // namespace tide::exec
