@@ -14,6 +14,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/units.h"
+#include "engine/data/payload_checksum.h"
 #include "engine/data/rollout_bus.h"
 #include "engine/data/transfer_paths.h"
 #include "engine/transport/registry.h"
@@ -28,6 +29,7 @@ using data::BufferPool;
 
 struct Options {
   std::string mode = "sync", backend = "shm", lenDist = "rl", json, stale = "drop";
+  std::string checksums = "auto";
   std::vector<std::string> devices;
   int samples = 1024, steps = 5, producers = 1, consumers = 1, reps = 5, queue = 2;
   int64_t maxStaleness = 1;
@@ -124,6 +126,7 @@ std::vector<Rank> makeRanks(const Options& o, Store& kv, int n,
     ranks[r].pool = orThrow(BufferPool::create(ranks[r].transport.get(), pools[r]));
     ranks[r].store =
         std::make_unique<BatchStore>(*ranks[r].transport, kv, *ranks[r].pool, o.timeout);
+    ranks[r].store->setChecksums(orThrow(data::parseChecksumPolicy(o.checksums)));
   }
   return ranks;
 }
@@ -156,14 +159,16 @@ nlohmann::json runPaths(const Options& o, const std::vector<workloads::RolloutSa
               o.samples, formatBytes(shape.raggedBytes()).c_str(),
               formatBytes(shape.paddedBytes()).c_str(),
               100.0 * (1.0 - double(shape.raggedBytes()) / double(shape.paddedBytes())));
-  std::printf("%-12s %14s %11s %11s %12s %12s %9s\n", "path", "bytes", "median_s", "p95_s",
+  std::printf("payload checksums: %s (%s)\n", ranks[0].store->checksumsOnPut() ? "on" : "off",
+              data::hashImplementation());
+  std::printf("%-16s %14s %11s %11s %12s %12s %9s\n", "path", "bytes", "median_s", "p95_s",
               "gbps_median", "gbps_p95", "vs_raw");
   nlohmann::json out = nlohmann::json::array();
   for (const auto& p : paths) {
     nlohmann::json j{{"path", p.path}, {"bytes", p.bytes}};
     if (!p.skipped.empty()) {
       j["skipped"] = p.skipped;
-      std::printf("%-12s %14llu skipped: %s\n", p.path.c_str(), (unsigned long long)p.bytes,
+      std::printf("%-16s %14llu skipped: %s\n", p.path.c_str(), (unsigned long long)p.bytes,
                   p.skipped.c_str());
     } else {
       // Ratio in time for the same rollout: raw moves tide's bytes.
@@ -176,13 +181,15 @@ nlohmann::json runPaths(const Options& o, const std::vector<workloads::RolloutSa
                 {"ratio_to_raw", ratio},
                 {"reps", p.seconds.size()},
                 {"seconds", p.seconds}});
-      std::printf("%-12s %14llu %11.4f %11.4f %12.3f %12.3f %8.2fx\n", p.path.c_str(),
+      std::printf("%-16s %14llu %11.4f %11.4f %12.3f %12.3f %8.2fx\n", p.path.c_str(),
                   (unsigned long long)p.bytes, p.median(), p.p95(), gbps(p.bytes, p.median()),
                   gbps(p.bytes, p.p95()), ratio);
     }
     out.push_back(j);
   }
   return nlohmann::json{
+      {"checksums", ranks[0].store->checksumsOnPut() ? "on" : "off"},
+      {"hash", data::hashImplementation()},
       {"ragged_bytes", shape.raggedBytes()},
       {"padded_bytes", shape.paddedBytes()},
       {"ragged_saving", 1.0 - double(shape.raggedBytes()) / double(shape.paddedBytes())},
@@ -375,6 +382,10 @@ void addRolloutCommand(CLI::App& app) {
   cmd->add_option("--device", o->devices, "rdma: device names");
   cmd->add_option("--timeout", o->timeout, "seconds before a stuck peer is an error")
       ->check(CLI::Range(0.1, 3600.0));
+  cmd->add_option("--checksums", o->checksums,
+                  "payload checksums: auto (on where peers may be on other hosts: tcp, rdma) | "
+                  "on | off")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   cmd->add_flag("--no-paths", o->noPaths, "skip the side-by-side path comparison");
   cmd->add_flag("--no-bus", o->noBus, "skip the bus run");
   cmd->add_option("--json", o->json, "write results to this file");

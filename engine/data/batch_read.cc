@@ -111,7 +111,8 @@ Status BatchStore::readWhole(const Manifest& m, const std::vector<const FieldMan
     hashes[2 * i].reserve(pieceCount(f.data.length));
     hashes[2 * i + 1].reserve(pieceCount(f.offsets.length));
   }
-  if (!spec.verify) {
+  const bool verify = spec.verify && m.payloadChecksums;
+  if (!verify) {
     TIDE_RETURN_IF_ERROR(transfer(reqs));
   } else {
     TIDE_RETURN_IF_ERROR(transferVerified(reqs, reqSegment, *lease, hashes));
@@ -123,7 +124,7 @@ Status BatchStore::readWhole(const Manifest& m, const std::vector<const FieldMan
     const FieldManifest& f = *fields[i];
     BufferRef data = whole.sub(dataAt[i], f.data.length);
     BufferRef offs = whole.sub(offAt[i], f.offsets.length);
-    if (spec.verify) {
+    if (verify) {
       if (combinePieceHashes(hashes[2 * i]) != f.data.checksum)
         return TIDE_ERROR(Code::kDataLoss, "field '" + f.name + "' payload checksum mismatch");
       if (f.kind != ColumnKind::kDense &&

@@ -81,7 +81,22 @@ std::string manifestKey(const std::string& id) {
 
 BatchStore::BatchStore(transport::Transport& transport, Store& store, BufferPool& pool,
                        double timeoutSeconds)
-    : transport_(transport), store_(store), pool_(pool), timeout_(timeoutSeconds) {}
+    : transport_(transport), store_(store), pool_(pool), timeout_(timeoutSeconds) {
+  setChecksums(ChecksumPolicy::kAuto);
+}
+
+void BatchStore::setChecksums(ChecksumPolicy policy) {
+  checksums_ = policy == ChecksumPolicy::kOn ||
+               (policy == ChecksumPolicy::kAuto && transport_.capabilities().crossHost);
+}
+
+Result<ChecksumPolicy> parseChecksumPolicy(const std::string& text) {
+  if (text == "auto") return ChecksumPolicy::kAuto;
+  if (text == "on") return ChecksumPolicy::kOn;
+  if (text == "off") return ChecksumPolicy::kOff;
+  return TIDE_ERROR(Code::kInvalidArgument,
+                    "checksums must be auto, on or off (got '" + text + "')");
+}
 
 uint32_t BatchStore::regionIndex(Manifest& m, const transport::RemoteRegion& r) {
   for (uint32_t i = 0; i < m.regions.size(); ++i)
@@ -198,7 +213,8 @@ Status BatchStore::put(const std::string& id, const Batch& batch, const PutOptio
     TIDE_RETURN_IF_ERROR(placeColumn(name, column, m, f, m.fields.size(), held, sums));
     m.fields.push_back(std::move(f));
   }
-  fillChecksums(m, sums);
+  m.payloadChecksums = checksums_;
+  if (checksums_) fillChecksums(m, sums);
   stats_.putBytesZeroCopy -= packed;  // placed from the pack lease, counted above
   TIDE_RETURN_IF_ERROR(m.validate().withContext("batch '" + id + "'"));
   {
@@ -264,7 +280,7 @@ Status BatchStore::append(const std::string& id, const std::string& name, const 
   std::vector<PendingSum> sums;
   TIDE_RETURN_IF_ERROR(placeColumn(name, column, m, f, m.fields.size(), held, sums));
   m.fields.push_back(std::move(f));
-  fillChecksums(m, sums);
+  if (m.payloadChecksums) fillChecksums(m, sums);
   ++m.generation;
   TIDE_RETURN_IF_ERROR(m.validate().withContext("batch '" + id + "'"));
   {

@@ -35,11 +35,19 @@ struct RowRange {
   int64_t end = 0;
 };
 
+// Whether put() hashes the payloads into the manifest. Hashing is one more
+// pass over every byte on each side; where the transfer itself is a memory
+// copy on one host (shm) that pass costs as much as the transfer and guards
+// no wire, so kAuto hashes only on transports whose peers may be on other
+// hosts (Capabilities::crossHost: tcp, rdma).
+enum class ChecksumPolicy { kAuto, kOn, kOff };
+Result<ChecksumPolicy> parseChecksumPolicy(const std::string& text);  // auto|on|off
+
 struct ReadSpec {
   std::vector<std::string> fields;            // empty: every field
   std::vector<RowRange> rows;                 // empty: every row
   std::map<std::string, DType> expectDTypes;  // optional schema check
-  bool verify = true;                         // checksums (whole-field reads)
+  bool verify = true;  // checksums of whole-field reads, when the manifest has them
 };
 
 struct PutOptions {
@@ -75,6 +83,9 @@ class BatchStore {
   size_t holding() const;
   StoreStats stats() const;
   BufferPool& pool() { return pool_; }
+  // Policy of later put()s (append() follows the batch's manifest).
+  void setChecksums(ChecksumPolicy policy);
+  bool checksumsOnPut() const { return checksums_; }
   double timeoutSeconds() const { return timeout_; }
 
  private:
@@ -113,6 +124,7 @@ class BatchStore {
   Store& store_;
   BufferPool& pool_;
   double timeout_;
+  bool checksums_;
   mutable std::mutex mu_;
   std::map<std::string, Held> held_;
   std::set<std::string> imported_;

@@ -99,7 +99,7 @@ std::string Manifest::encode() const {
   Writer w;
   w.put(kMagic);
   w.put(version);
-  w.put(uint16_t{0});
+  w.put(payloadChecksums ? uint16_t{0} : kFlagNoPayloadChecksums);
   w.put(generation);
   w.str(id);
   w.put(rows);
@@ -144,7 +144,8 @@ Result<Manifest> Manifest::decode(const std::string& bytes) {
   if (!r.get(flags) || !r.get(m.generation) || !r.str(m.id, kMaxNameBytes) || !r.get(m.rows) ||
       !r.str(m.metaJson, kMaxMetaBytes) || !r.get(nRegions))
     return bad("truncated header");
-  if (flags != 0) return bad("unknown flags " + std::to_string(flags));
+  if ((flags & ~kFlagNoPayloadChecksums) != 0) return bad("unknown flags " + std::to_string(flags));
+  m.payloadChecksums = (flags & kFlagNoPayloadChecksums) == 0;
   if (nRegions > kMaxRegions) return bad("too many regions (" + std::to_string(nRegions) + ")");
   for (uint32_t i = 0; i < nRegions; ++i) {
     int32_t rank = 0;
@@ -193,6 +194,9 @@ Status Manifest::validate() const {
                      std::to_string(s.region) + " of " + std::to_string(regions.size()));
     if (s.offset % kPayloadAlign != 0)
       return invalid("field '" + f.name + "' " + what + " is not 64-byte aligned");
+    if (!payloadChecksums && s.checksum != 0)
+      return invalid("field '" + f.name + "' " + what +
+                     " has a checksum in a manifest without payload checksums");
     const auto& reg = regions[s.region];
     if (s.offset > reg.size || s.length > reg.size - s.offset)
       return invalid("field '" + f.name + "' " + what + " [" + std::to_string(s.offset) + ", +" +

@@ -5,6 +5,7 @@
 // finds complete payloads. Binary, little-endian:
 //
 //   magic "TDBM" u32 | schema version u16 | flags u16 | body | xxh3-64(all before) u64
+//   flags: bit 0 = payload checksums not computed (every seg's checksum is 0)
 //   body: generation u64, id str, rows i64, meta str (JSON),
 //         regions u32 x (rank i32, descriptor str),
 //         fields  u32 x (name str, kind u8, dtype u8, ndim u8, dims i64[ndim],
@@ -25,6 +26,7 @@
 namespace tide::data {
 
 inline constexpr uint16_t kManifestVersion = 1;
+inline constexpr uint16_t kFlagNoPayloadChecksums = 1;
 inline constexpr uint64_t kPayloadAlign = 64;
 // `v` rounded up to the next field boundary.
 inline constexpr uint64_t alignPayload(uint64_t v) {
@@ -40,7 +42,7 @@ struct Segment {
   uint32_t region = 0;  // index into Manifest::regions
   uint64_t offset = 0;  // within that region
   uint64_t length = 0;
-  uint64_t checksum = 0;  // xxh3-64 of the bytes
+  uint64_t checksum = 0;  // piecewise xxh3-64 (payload_checksum.h); 0 when not computed
 };
 
 struct FieldManifest {
@@ -59,6 +61,8 @@ struct FieldManifest {
 struct Manifest {
   uint16_t version = kManifestVersion;
   uint64_t generation = 0;  // bumped by every append
+  // Whether the segments carry checksums (ChecksumPolicy of the publisher).
+  bool payloadChecksums = true;
   std::string id;
   int64_t rows = 0;
   std::string metaJson = "{}";

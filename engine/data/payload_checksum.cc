@@ -7,7 +7,28 @@
 #include <thread>
 #include <vector>
 
+#ifdef TIDE_XXH3_AVX2
+#include "engine/data/xxh3_avx2.h"
+#endif
+
 namespace tide::data {
+
+namespace {
+
+using HashFn = uint64_t (*)(const void*, size_t);
+
+HashFn pieceHash() {
+#ifdef TIDE_XXH3_AVX2
+  if (__builtin_cpu_supports("avx2")) return xxh3Avx2;
+#endif
+  return XXH3_64bits;
+}
+
+}  // namespace
+
+const char* hashImplementation() {
+  return pieceHash() == XXH3_64bits ? "xxh3 (libxxhash)" : "xxh3 (avx2)";
+}
 
 unsigned checksumThreads() {
   static const unsigned n = std::clamp(std::thread::hardware_concurrency(), 2u, 8u);
@@ -16,10 +37,11 @@ unsigned checksumThreads() {
 
 void hashJobs(std::span<const HashJob> jobs, unsigned threads) {
   threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(jobs.size())));
+  static const HashFn hash = pieceHash();
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t i = next.fetch_add(1); i < jobs.size(); i = next.fetch_add(1))
-      *jobs[i].out = XXH3_64bits(jobs[i].data, jobs[i].length);
+      *jobs[i].out = hash(jobs[i].data, jobs[i].length);
   };
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);

@@ -20,6 +20,8 @@ struct HashJob {
   uint64_t* out = nullptr;
 };
 
+// Which build of xxh3 hashes the pieces on this host (same values either way).
+const char* hashImplementation();
 // Threads hashJobs() uses by default: a few, but never more than the host has.
 unsigned checksumThreads();
 // Hashes every job (xxh3-64 of its bytes), spreading them over `threads`

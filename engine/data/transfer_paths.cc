@@ -195,7 +195,8 @@ Result<std::vector<PathTimes>> measurePaths(BatchStore& producer, BatchStore& co
   int iters = cfg.warmup + cfg.reps;
   int64_t probe = n / 2;
 
-  // tide, batch built in registered memory: pack = checksums + manifest.
+  // tide, batch built in registered memory: pack = checksums (per the
+  // producer's policy) + manifest.
   TIDE_ASSIGN_OR_RETURN(Batch inPlace, buildRolloutBatch(shape, kSeed, &producer.pool()));
   auto tidePath = [&](const std::string& name, const Batch& batch) -> Status {
     PathTimes t{name};
@@ -217,6 +218,13 @@ Result<std::vector<PathTimes>> measurePaths(BatchStore& producer, BatchStore& co
   };
   TIDE_RETURN_IF_ERROR(tidePath("tide", inPlace));
   uint64_t tideBytes = out.back().bytes;
+  if (!producer.checksumsOnPut()) {
+    // What integrity costs where the policy skipped it: hashed and verified.
+    producer.setChecksums(ChecksumPolicy::kOn);
+    Status s = tidePath("tide_checksummed", inPlace);
+    producer.setChecksums(ChecksumPolicy::kOff);
+    TIDE_RETURN_IF_ERROR(s);
+  }
 
   // raw: the same number of bytes, registered to registered.
   {

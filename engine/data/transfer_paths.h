@@ -4,8 +4,10 @@
 //
 //   raw     one-sided READs of the same payload bytes, registered to registered
 //           (the ceiling: no pack, no manifest, no checks);
-//   tide    put (checksums + manifest; "packed" adds one memcpy per field when
-//           the batch is not in pool memory) + get into views, verified;
+//   tide    put (checksums per the producer's ChecksumPolicy + manifest;
+//           "packed" adds one memcpy per field when the batch is not in pool
+//           memory) + get into views, verified when checksummed;
+//   tide_checksummed  (only when the policy skipped checksums) tide with them;
 //   padded  every response padded to the batch's max length (DataProto), put+get;
 //   copy    serialize rows into one buffer, copy into registered memory, READ,
 //           copy out, deserialize row by row into per-row vectors.

@@ -195,6 +195,7 @@ TEST_P(BatchStoreTest, TamperedPayloadAndOffsetsAreDetected) {
   Batch b;
   orThrow(b.add(
       "x", orThrow(Column::ragged(DType::kI32, {}, whole.sub(0, 40), whole.sub(1024, sizeof o)))));
+  ranks_[0].store->setChecksums(ChecksumPolicy::kOn);  // shm's default is off
   ASSERT_TRUE(ranks_[0].store->put("t", b).isOk());
   vals[4] = 99;
   auto r = ranks_[1].store->get("t");
@@ -210,6 +211,37 @@ TEST_P(BatchStoreTest, TamperedPayloadAndOffsetsAreDetected) {
   auto rr = ranks_[1].store->get("t", ranged);
   EXPECT_NE(rr.status().message().find("not monotonic"), std::string::npos);
   EXPECT_EQ(ranks_[1].pool->stats().leasesOut, 0u);
+}
+
+TEST_P(BatchStoreTest, ChecksumPolicyDecidesWhatTheManifestCarries) {
+  // auto: hashed only where peers may be on other hosts (tcp), not on shm.
+  ASSERT_TRUE(ranks_[0].store->put("auto", sample(8)).isOk());
+  Manifest a = orThrow(ranks_[1].store->manifest("auto"));
+  EXPECT_EQ(a.payloadChecksums, GetParam() == "tcp");
+  for (const auto& f : a.fields) EXPECT_EQ(f.data.checksum != 0, a.payloadChecksums) << f.name;
+  // off: nothing to verify, the batch still reads back; an append follows
+  // the published manifest, not the appender's own policy.
+  ranks_[0].store->setChecksums(ChecksumPolicy::kOff);
+  Batch b = sample(8);
+  ASSERT_TRUE(ranks_[0].store->put("off", b).isOk());
+  ranks_[1].store->setChecksums(ChecksumPolicy::kOn);
+  auto col = orThrow(Column::fromDense(std::vector<float>(8, 0.5f), {8}));
+  ASSERT_TRUE(ranks_[1].store->append("off", "old_log_prob", col).isOk());
+  Manifest m = orThrow(ranks_[1].store->manifest("off"));
+  EXPECT_FALSE(m.payloadChecksums);
+  for (const auto& f : m.fields) EXPECT_EQ(f.data.checksum, 0u) << f.name;
+  ReadSpec original;
+  original.fields = {"tokens", "text", "reward"};
+  expectSameRows(orThrow(ranks_[1].store->get("off", original)), b, 0);
+  auto lp = orThrow(orThrow(ranks_[1].store->get("off")).column("old_log_prob"))->payload();
+  EXPECT_EQ(lp.size(), 8 * sizeof(float));
+  // on: every segment hashed, on either backend.
+  ranks_[0].store->setChecksums(ChecksumPolicy::kOn);
+  ASSERT_TRUE(ranks_[0].store->put("on", sample(8)).isOk());
+  Manifest on = orThrow(ranks_[1].store->manifest("on"));
+  EXPECT_TRUE(on.payloadChecksums);
+  for (const auto& f : on.fields) EXPECT_NE(f.data.checksum, 0u) << f.name;
+  EXPECT_EQ(parseChecksumPolicy("sometimes").status().code(), Code::kInvalidArgument);
 }
 
 TEST_P(BatchStoreTest, InvalidPutPublishesNothing) {

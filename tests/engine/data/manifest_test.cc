@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 namespace tide::data {
 namespace {
 
@@ -38,6 +40,23 @@ TEST(Manifest, RoundTrips) {
   EXPECT_EQ(d.fields[1].dims, std::vector<int64_t>{4});
   EXPECT_EQ(d.regions[0], m.regions[0]);
   EXPECT_EQ(d.payloadBytes(), 96u);
+  EXPECT_TRUE(d.payloadChecksums);
+}
+
+TEST(Manifest, PayloadChecksumFlag) {
+  Manifest m = sample();
+  m.payloadChecksums = false;
+  EXPECT_EQ(m.validate().code(), Code::kInvalidArgument);  // segments still hashed
+  for (auto& f : m.fields) f.data.checksum = f.offsets.checksum = 0;
+  auto d = orThrow(Manifest::decode(m.encode()));
+  EXPECT_FALSE(d.payloadChecksums);
+  // An unknown flag bit is refused (the manifest's own hash recomputed).
+  std::string bytes = m.encode();
+  bytes[6] = 2;
+  uint64_t sum = checksum(bytes.data(), bytes.size() - 8);
+  std::memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
+  auto r = Manifest::decode(bytes);
+  EXPECT_NE(r.status().message().find("unknown flags"), std::string::npos) << r.status().toString();
 }
 
 TEST(Manifest, EveryTruncationAndBitFlipIsRejected) {
