@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -22,13 +23,17 @@ namespace {
 
 constexpr int kMaxRanks = 4096;
 
-int gSignalPipe = -1;  // write end, used by the async-signal handler only
+// Write end for the async-signal handler. Atomic: the handler may run on any
+// thread, not the one that set it (a plain int was a data race).
+std::atomic<int> gSignalPipe{-1};
+static_assert(std::atomic<int>::is_always_lock_free, "used in a signal handler");
 
 void onSignal(int sig) {
   int saved = errno;
   unsigned char s = static_cast<unsigned char>(sig);
-  if (gSignalPipe >= 0) [[maybe_unused]]
-    ssize_t n = ::write(gSignalPipe, &s, 1);
+  int fd = gSignalPipe.load(std::memory_order_acquire);
+  if (fd >= 0) [[maybe_unused]]
+    ssize_t n = ::write(fd, &s, 1);
   errno = saved;
 }
 
@@ -36,7 +41,7 @@ void onSignal(int sig) {
 class SignalGuard {
  public:
   explicit SignalGuard(int writeFd) {
-    gSignalPipe = writeFd;
+    gSignalPipe.store(writeFd, std::memory_order_release);
     struct sigaction sa {};
     sa.sa_handler = onSignal;
     sigemptyset(&sa.sa_mask);
@@ -47,7 +52,7 @@ class SignalGuard {
   ~SignalGuard() {
     ::sigaction(SIGINT, &oldInt_, nullptr);
     ::sigaction(SIGTERM, &oldTerm_, nullptr);
-    gSignalPipe = -1;
+    gSignalPipe.store(-1, std::memory_order_release);
   }
   SignalGuard(const SignalGuard&) = delete;
   SignalGuard& operator=(const SignalGuard&) = delete;
