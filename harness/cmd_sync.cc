@@ -48,6 +48,9 @@ struct SyncArgs {
   bool sparse = false;   // p2p: delta blocks instead of bytes
   std::string deltaDir;  // disk-delta: shared directory (default: a temporary one)
   int baseEvery = 8;     // disk-delta: a full base every K versions
+  // store: nodes, replicas, fragment size, catalog file
+  exec::StorePathOptions store;
+  std::string storeFragment = "4MiB";
 };
 
 std::atomic<bool> gInterrupted{false};
@@ -68,9 +71,6 @@ Result<Prepared> prepare(const SyncArgs& a) {
   Prepared p;
   if (a.steps < 1) return TIDE_ERROR(Code::kInvalidArgument, "--steps must be >= 1");
   if (!(a.timeout > 0)) return TIDE_ERROR(Code::kInvalidArgument, "--timeout must be > 0");
-  if (a.inferDtype != "bf16" && a.inferDtype != "model") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--infer-dtype must be bf16 or model");
-  }
   if (a.ranks != "auto" && a.ranks != "threads" && a.ranks != "processes") {
     return TIDE_ERROR(Code::kInvalidArgument, "--ranks must be auto, threads or processes");
   }
@@ -86,6 +86,7 @@ Result<Prepared> prepare(const SyncArgs& a) {
                       "wired into it yet (see ctest -L gpu)");
   }
   WorkloadOptions wo = a.workload;
+  wo.inferDtype = a.inferDtype;  // loadWorkload validates and applies it
   p.strategy = wo.strategy;
   if (wo.strategy == "disk-delta") {
     // Files replace the network, the plan (who needs what from whom) is p2p's.
@@ -93,6 +94,13 @@ Result<Prepared> prepare(const SyncArgs& a) {
     if (a.baseEvery < 1) return TIDE_ERROR(Code::kInvalidArgument, "--base-every must be >= 1");
     wo.strategy = "p2p";
     p.mode = exec::UpdateMode::kDiskDelta;
+  } else if (wo.strategy == "store") {
+    // Snapshots in the ranks' store segments; the plan says who reads what.
+    if (a.sparse) return TIDE_ERROR(Code::kInvalidArgument, "--sparse is for --strategy p2p");
+    TIDE_ASSIGN_OR_RETURN(uint64_t frag, parseSize(a.storeFragment));
+    if (frag < 64) return TIDE_ERROR(Code::kInvalidArgument, "--store-fragment must be >= 64 B");
+    wo.strategy = "p2p";
+    p.mode = exec::UpdateMode::kStore;
   } else if (a.sparse) {
     if (wo.strategy != "p2p") {
       return TIDE_ERROR(Code::kInvalidArgument,
@@ -107,15 +115,6 @@ Result<Prepared> prepare(const SyncArgs& a) {
   }
   TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
   Workload& w = *p.w;
-  if (a.inferDtype == "bf16" && w.spec.inferDtype != workloads::DType::kBF16) {
-    // The executor moves bf16 shards: serve the update in bf16 (same shapes).
-    w.spec.inferDtype = workloads::DType::kBF16;
-    w.inventory = workloads::buildInventory(w.spec);
-    TIDE_ASSIGN_OR_RETURN(
-        w.base, plan::basePlan(w.inventory, w.train, w.infer,
-                               plan::Placement{w.cluster.gpusPerNode, a.workload.colocated}));
-    TIDE_ASSIGN_OR_RETURN(w.reshard, plan::planReshard(w.base));
-  }
   TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
   p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
   TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, boundCluster(w.cluster)));
@@ -127,6 +126,9 @@ exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
   o.exec.mode = p.mode;
   o.exec.deltaDir = a.deltaDir;
   o.exec.baseEvery = static_cast<uint32_t>(a.baseEvery);
+  o.exec.store = a.store;
+  if (auto f = parseSize(a.storeFragment); f.isOk()) o.exec.store.fragmentBytes = *f;
+  o.exec.store.loseStep = 1;
   o.steps = a.steps;
   o.exec.timeoutSeconds = a.timeout;
   o.exec.poisonTargets = a.poison;
@@ -207,6 +209,13 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
     j["lower_bound_note"] = "the bound is the full p2p plan's (all bytes over the network)";
   }
   if (p.mode == exec::UpdateMode::kDiskDelta) j["delta_dir"] = a.deltaDir;
+  if (p.mode == exec::UpdateMode::kStore) {
+    // bytes_on_wire: trainers -> store (every replica); bytes_read: store -> readers.
+    j["store"] = {{"nodes", a.store.nodes == 0 ? p.plan.ranks.size() : a.store.nodes},
+                  {"replicas", a.store.replicas},
+                  {"fragment_bytes", runOptions(a, p).exec.store.fragmentBytes},
+                  {"catalog", a.store.catalogJson}};
+  }
   j["verified"] = true;  // a step that does not verify fails the run
   j["samples"] = {{"step_seconds", {{"values", secs}, {"unit", "s"}, {"better", "lower"}}}};
   std::printf("sync      %s over %s, %zu ranks (%s), %s per update\n", p.strategy.c_str(),
@@ -217,7 +226,12 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
                 s.seconds, s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0.0,
                 p.bound.ratio(s.seconds), s.verifySeconds);
   }
-  if (p.mode != exec::UpdateMode::kFull) {
+  if (p.mode == exec::UpdateMode::kStore) {
+    uint64_t read = 0;
+    for (const auto& s : steps) read += s.bytesRead;
+    std::printf("store     %s written (%u replicas), %s read back by inference ranks\n",
+                formatBytes(wire).c_str(), a.store.replicas, formatBytes(read).c_str());
+  } else if (p.mode != exec::UpdateMode::kFull) {
     std::printf("delta     %s on the %s, %s full: %.2fx fewer, %.2f %% of elements changed\n",
                 formatBytes(wire).c_str(), p.mode == exec::UpdateMode::kDiskDelta ? "disk" : "wire",
                 formatBytes(full).c_str(), wire ? double(full) / wire : 0.0,
@@ -256,8 +270,15 @@ std::vector<std::string> workerArgv(const SyncArgs& a) {
   if (o.colocated) v.push_back("--colocated");
   if (a.poison) v.push_back("--poison");
   if (a.sparse) v.push_back("--sparse");
-  for (auto [flag, val] : {std::pair{"--json", a.json}, std::pair{"--trace", a.trace},
-                           std::pair{"--events", a.events}, std::pair{"--delta-dir", a.deltaDir}}) {
+  for (const std::string& s : {std::string("--store-lose-node"), std::to_string(a.store.loseNode),
+                               std::string("--store-nodes"), std::to_string(a.store.nodes),
+                               std::string("--store-replicas"), std::to_string(a.store.replicas),
+                               std::string("--store-fragment"), a.storeFragment}) {
+    v.push_back(s);
+  }
+  for (auto [flag, val] :
+       {std::pair{"--json", a.json}, std::pair{"--trace", a.trace}, std::pair{"--events", a.events},
+        std::pair{"--delta-dir", a.deltaDir}, std::pair{"--store-catalog", a.store.catalogJson}}) {
     if (!val.empty()) {
       v.push_back(flag);
       v.push_back(val);
@@ -408,6 +429,18 @@ void addSyncCommand(CLI::App& app) {
                   "disk-delta: shared directory for the files (default: a temporary one)");
   cmd->add_option("--base-every", a->baseEvery, "disk-delta: a full base every K versions")
       ->capture_default_str();
+  cmd->add_option("--store-nodes", a->store.nodes,
+                  "store: store nodes, node n a segment on rank n (0 = one per rank)")
+      ->capture_default_str();
+  cmd->add_option("--store-replicas", a->store.replicas, "store: replicas of every fragment")
+      ->capture_default_str();
+  cmd->add_option("--store-fragment", a->storeFragment, "store: fragment size")
+      ->capture_default_str();
+  cmd->add_option("--store-lose-node", a->store.loseNode,
+                  "store, fault injection: this node's segment is dropped after version 1 is "
+                  "committed, before it is read");
+  cmd->add_option("--store-catalog", a->store.catalogJson,
+                  "store: write the snapshot catalog here after each version (for tide store)");
   cmd->add_flag("--worker", a->worker, "internal: one rank of a launched run")
       ->group("");  // hidden
   cmd->callback([a] { runSync(*a); });

@@ -105,6 +105,16 @@ Result<std::vector<RepairCopy>> StoreCoordinator::afterRead(uint64_t version) {
       lost.insert(node);
     }
   }
+  // Every reader holds V now: their leases on V-1 go, and what nobody holds
+  // is collected before anything is re-replicated.
+  if (hasLease_) {
+    for (size_t i = 0; i < layout_.readerRanks.size(); ++i) {
+      TIDE_RETURN_IF_ERROR(catalog_.release(leased_));
+    }
+  }
+  leased_ = version;
+  hasLease_ = true;
+  for (uint64_t v : catalog_.collect()) note("v" + std::to_string(v) + " collected");
   std::vector<RepairCopy> out;
   for (uint32_t node : lost) {
     if (!catalog_.live(node)) continue;
@@ -154,14 +164,7 @@ Status StoreCoordinator::finish(uint64_t version, const std::vector<RepairCopy>&
     TIDE_ASSIGN_OR_RETURN(const sync::store::Snapshot* s, catalog_.snapshot(v));
     note("v" + std::to_string(v) + " " + snapshotStateName(s->state) + " (re-replicated)");
   }
-  if (hasLease_) {
-    for (size_t i = 0; i < layout_.readerRanks.size(); ++i) {
-      TIDE_RETURN_IF_ERROR(catalog_.release(leased_));
-    }
-  }
-  leased_ = version;
-  hasLease_ = true;
-  for (uint64_t v : catalog_.collect()) note("v" + std::to_string(v) + " collected");
+  (void)version;
   return writeCatalog();
 }
 

@@ -32,11 +32,11 @@ class StoreCoordinator {
   Status place(uint64_t version);
   // Gathers the writers' "stored" reports, commits V, publishes the commit record.
   Status commit(uint64_t version);
-  // Gathers the readers' reports: marks lost nodes and returns the copies
+  // Gathers the readers' reports: moves their leases from V-1 to V,
+  // collects versions nobody holds, marks lost nodes and returns the copies
   // that restore R replicas of every snapshot still kept.
   Result<std::vector<RepairCopy>> afterRead(uint64_t version);
-  // The copies landed: replicas stored, readers' leases moved to V, old
-  // versions collected, the catalog written out (catalogJson).
+  // The copies landed: replicas stored, the catalog written out (catalogJson).
   Status finish(uint64_t version, const std::vector<RepairCopy>& done);
 
   const sync::store::SnapshotCatalog& catalog() const { return catalog_; }
