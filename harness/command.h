@@ -18,5 +18,6 @@ void addValidateCommand(CLI::App& app);
 void addTraceCommand(CLI::App& app);
 void addSyncCommand(CLI::App& app);
 void addReproduceCommand(CLI::App& app);
+void addStoreCommand(CLI::App& app);
 
 }  // namespace tide::harness

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tide::harness::addTraceCommand(app);
   tide::harness::addSyncCommand(app);
   tide::harness::addReproduceCommand(app);
+  tide::harness::addStoreCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
