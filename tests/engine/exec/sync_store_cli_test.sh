@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# `tide sync --strategy store` end to end (tiny-moe, ranks as threads over
+# tcp on loopback): every update verified bit-exact, the catalog it leaves
+# read back by `tide store list|inspect`; a store node dropped mid-read is
+# read around and re-replicated; bad input gives one error line; a rank
+# killed (SIGKILL) in a run of launched processes fails it in bounded time.
+set -u
+TIDE=$1
+PY=/usr/bin/python3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+base=(--model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
+      --cluster h100-ib-8x400:nodes=4 --bucket 64KiB --streams 1 --strategy store
+      --store-fragment 64KiB)
+tiny=("${base[@]}" --timeout 60 --ranks threads)
+
+"$TIDE" sync "${tiny[@]}" --steps 3 --poison --json "$dir/s.json" \
+    --store-catalog "$dir/cat.json" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "store run"; }
+"$PY" - "$dir/s.json" "$dir/cat.json" <<'PYEOF' || fail "json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["strategy"] == "store" and j["verified"] is True, j
+assert len(j["steps"]) == 3
+assert j["store"]["replicas"] == 2 and j["store"]["fragment_bytes"] == 65536, j["store"]
+for s in j["steps"]:
+    assert s["bytes_on_wire"] > 0 and s["bytes_read"] > 0, s
+c = json.load(open(sys.argv[2]))
+assert c["schema"] == "tide.store/1"
+assert [s["version"] for s in c["snapshots"]] == [3], c["snapshots"]
+assert c["snapshots"][0]["state"] == "READY"
+PYEOF
+"$TIDE" store list "$dir/cat.json" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "store list"; }
+grep -Eq "^3 +READY .* checked$" "$dir/out" || { cat "$dir/out"; fail "list shows no checked v3"; }
+"$TIDE" store inspect "$dir/cat.json" --version 3 --fragments > "$dir/out" 2>&1 ||
+    { cat "$dir/out"; fail "store inspect"; }
+grep -q "(checked)" "$dir/out" || { cat "$dir/out"; fail "inspect did not check the manifest"; }
+grep -q "0 below 2 live replicas" "$dir/out" || { cat "$dir/out"; fail "inspect replicas"; }
+
+# Node 2's segment dropped after version 1 is committed, before it is read.
+"$TIDE" sync "${tiny[@]}" --steps 2 --store-lose-node 2 --store-catalog "$dir/lost.json" \
+    > "$dir/out" 2>&1 || { cat "$dir/out"; fail "lost-node run"; }
+"$TIDE" store list "$dir/lost.json" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "list lost"; }
+for want in "lost: 2" "v1 DEGRADED" "v1 READY \\(re-replicated\\)" "^2 +READY"; do
+  grep -Eq -- "$want" "$dir/out" || { cat "$dir/out"; fail "no '$want' after a lost node"; }
+done
+
+# A tampered manifest is caught.
+"$PY" - "$dir/cat.json" "$dir/bad.json" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["snapshots"][0]["manifest"] = c["snapshots"][0]["manifest"].replace("0 ", "0 1", 1)
+json.dump(c, open(sys.argv[2], "w"))
+PYEOF
+"$TIDE" store inspect "$dir/bad.json" --version 3 > "$dir/out" 2>&1 && fail "tampered manifest accepted"
+grep -q "does not match its hash" "$dir/out" || { cat "$dir/out"; fail "tampered: wrong error"; }
+
+bad() {  # expected-substring command...
+  local want=$1; shift
+  "$TIDE" "$@" > "$dir/out" 2>&1 && fail "accepted: $*"
+  [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "not one line: $*"; }
+  grep -q -- "$want" "$dir/out" || { cat "$dir/out"; fail "no '$want' for: $*"; }
+}
+bad "need as many distinct nodes" sync "${tiny[@]}" --store-replicas 9
+bad "store-fragment" sync "${tiny[@]}" --store-fragment 8
+bad "is for --strategy p2p" sync "${tiny[@]}" --sparse
+bad "no node 9 to lose" sync "${tiny[@]}" --store-lose-node 9
+bad "no snapshot of version 7" store inspect "$dir/cat.json" --version 7
+bad "not a store catalog" store list "$dir/s.json"
+bad "cannot open" store list "$dir/missing.json"
+
+# A rank killed (SIGKILL) in a run of launched processes.
+start=$(date +%s)
+"$TIDE" sync "${base[@]}" --ranks processes --steps 200 --timeout 10 > "$dir/kill.out" 2>&1 &
+pid=$!
+victim=""
+for _ in $(seq 200); do
+  victim=$(pgrep -P "$pid" | tail -1)
+  [ -n "$victim" ] && break
+  sleep 0.05
+done
+[ -n "$victim" ] || fail "no worker processes seen"
+sleep 1
+kill -9 "$victim" 2>/dev/null
+rc=0
+wait "$pid" || rc=$?
+took=$(( $(date +%s) - start ))
+[ "$rc" -ne 0 ] || { cat "$dir/kill.out"; fail "a killed rank went unnoticed"; }
+[ "$took" -lt 90 ] || fail "took ${took} s to fail"
+grep -q "tide: error" "$dir/kill.out" || { cat "$dir/kill.out"; fail "no error line"; }
+echo "store: rank killed, run failed cleanly in ${took} s"
+echo "PASS"
