@@ -90,6 +90,8 @@ void addPlanCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "plan", "Plan a weight update: reshard + strategy; print the summary and lower bound");
   args->workload.addTo(cmd);
+  args->workload.inferDtype = "bf16";  // as tide sync: plan what a real run moves
+  args->workload.addInferDtypeTo(cmd);
   cmd->add_option("--json", args->json, "write the plan (tide.plan/1) with summary and bound");
   cmd->callback([args] { runPlan(*args); });
 }

@@ -72,7 +72,16 @@ void addValidateCommand(CLI::App& app) {
     }
     std::printf("mean |error| %.1f %% (max %.1f %%), threshold %.0f %%: %s\n", v.meanAbsError * 100,
                 v.maxAbsError * 100, o->threshold, v.pass ? "PASS" : "FAIL");
-    if (!o->json.empty()) orThrow(sim::writeJsonFile(o->json, v.toJson()));
+    if (!o->json.empty()) {
+      auto j = v.toJson();
+      // What the prediction was made on, so a recorded result can be rerun.
+      j["cluster"] = clusterName;
+      j["chunk_bytes"] = chunk;
+      j["plan_bytes"] = p.summarize().totalBytes;
+      j["sim_lower_bound_seconds"] = r.lowerBoundSeconds;
+      j["sim_bottleneck"] = r.bottleneck;
+      orThrow(sim::writeJsonFile(o->json, j));
+    }
     if (!v.pass) {
       throw StatusError(TIDE_ERROR(Code::kFailedPrecondition, "simulator error above threshold"));
     }

@@ -25,12 +25,22 @@ void WorkloadOptions::addTo(CLI::App* cmd) {
   cmd->add_flag("--colocated", colocated, "inference ranks share GPUs with training ranks");
 }
 
+void WorkloadOptions::addInferDtypeTo(CLI::App* cmd) {
+  cmd->add_option("--infer-dtype", inferDtype, "bf16 | model (the model's inference dtype)")
+      ->capture_default_str();
+}
+
 Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o) {
   auto w = std::make_unique<Workload>();
   if (o.scale < 1) return TIDE_ERROR(Code::kInvalidArgument, "--scale must be >= 1");
   if (o.fp8Block < 0) return TIDE_ERROR(Code::kInvalidArgument, "--fp8-block must be >= 0");
+  if (o.inferDtype != "bf16" && o.inferDtype != "model") {
+    return TIDE_ERROR(Code::kInvalidArgument, "--infer-dtype must be bf16 or model");
+  }
   TIDE_ASSIGN_OR_RETURN(auto spec, workloads::loadModel(o.model));
   if (o.fp8Block > 0) spec.fp8Block = static_cast<uint32_t>(o.fp8Block);
+  // The executor moves bf16 shards: serving the update in bf16 keeps the shapes.
+  if (o.inferDtype == "bf16") spec.inferDtype = workloads::DType::kBF16;
   TIDE_ASSIGN_OR_RETURN(w->spec, workloads::scaled(spec, o.scale));
   TIDE_ASSIGN_OR_RETURN(w->train, workloads::parseTrainLayout(o.train));
   TIDE_ASSIGN_OR_RETURN(w->infer, workloads::parseInferLayout(o.infer));

@@ -29,10 +29,15 @@ struct WorkloadOptions {
   std::string chunk = "1MiB";
   int channels = 0;
   int fp8Block = 0;  // 0 = the model's
+  // Weights on the inference side: "model" (the zoo's, e.g. FP8) or "bf16"
+  // (what the executor moves). Registered by addInferDtypeTo() only.
+  std::string inferDtype = "model";
   bool roundRobin = false;
   bool colocated = false;
 
   void addTo(CLI::App* cmd);
+  // --infer-dtype, for the commands whose plans must match a real run's.
+  void addInferDtypeTo(CLI::App* cmd);
 };
 
 struct Workload {

@@ -32,6 +32,15 @@ TEST(Validation, ErrorPerStepAndVerdict) {
   EXPECT_FALSE(far->pass);
 }
 
+TEST(Validation, LocalBytesCountTowardsThePlan) {
+  // tide sync reports network bytes and local copies apart; the plan's total
+  // has both.
+  auto j = realRun({1.0}, 70);
+  j["steps"][0]["local_bytes"] = 30;
+  EXPECT_TRUE(compareWithReal(j, 1.0, 100).isOk());
+  EXPECT_FALSE(compareWithReal(realRun({1.0}, 70), 1.0, 100).isOk());
+}
+
 TEST(Validation, RejectsForeignOrUncheckedRuns) {
   auto j = realRun({1.0}, 100);
   j["verified"] = false;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# `tide plan` plans what `tide sync` moves (same --infer-dtype default), so
+# `tide validate` accepts the pair; the model's FP8 plan is refused on the
+# byte check; bad input gives one error line and a non-zero exit.
+set -u
+TIDE=$1
+PY=/usr/bin/python3
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+small=(--model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
+       --cluster h100-ib-8x400:nodes=2 --bucket 64KiB --chunk 16KiB)
+
+for s in p2p broadcast; do
+  "$TIDE" plan "${small[@]}" --strategy $s --json "$dir/plan_$s.json" > "$dir/out" 2>&1 \
+    || { cat "$dir/out"; fail "plan $s"; }
+  "$TIDE" plan "${small[@]}" --strategy $s --infer-dtype model --json "$dir/fp8_$s.json" \
+    > "$dir/out" 2>&1 || { cat "$dir/out"; fail "plan $s --infer-dtype model"; }
+  "$TIDE" sync "${small[@]}" --strategy $s --steps 2 --streams 1 --timeout 60 \
+    --json "$dir/real_$s.json" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "sync $s"; }
+  "$PY" - "$dir/plan_$s.json" "$dir/fp8_$s.json" "$dir/real_$s.json" <<'PYEOF' || fail "bytes $s"
+import json, sys
+plan, fp8, real = (json.load(open(f)) for f in sys.argv[1:])
+b = plan["summary"]["total_bytes"]
+assert all(st["bytes"] == b for st in real["steps"]), (b, real["steps"])
+assert fp8["summary"]["total_bytes"] != b, "the model's dtype plan moves the same bytes"
+PYEOF
+  # Threads on one host are not the cluster the simulator models: the error
+  # may be anything, but the pair must be accepted (exit 0 = pass, or the
+  # threshold failure, never a refusal).
+  "$TIDE" validate --real "$dir/real_$s.json" --plan "$dir/plan_$s.json" --chunk 16KiB \
+    --json "$dir/val_$s.json" > "$dir/out" 2>&1
+  grep -q "mean |error|" "$dir/out" || { cat "$dir/out"; fail "validate $s refused the pair"; }
+  "$PY" -c "import json; j=json.load(open('$dir/val_$s.json')); assert len(j['steps']) == 2, j" \
+    || fail "val json $s"
+  "$TIDE" validate --real "$dir/real_$s.json" --plan "$dir/fp8_$s.json" > "$dir/out" 2>&1 \
+    && fail "validate accepted the FP8 plan for a bf16 run ($s)"
+  [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "refusal not one line ($s)"; }
+done
+
+"$TIDE" plan "${small[@]}" --infer-dtype fp4 > "$dir/out" 2>&1 && fail "accepted --infer-dtype fp4"
+[ "$(wc -l < "$dir/out")" -eq 1 ] && grep -q "infer-dtype" "$dir/out" \
+  || { cat "$dir/out"; fail "bad --infer-dtype: not one clear line"; }
+echo "PASS"
