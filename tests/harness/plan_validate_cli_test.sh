@@ -22,7 +22,7 @@ for s in p2p broadcast; do
 import json, sys
 plan, fp8, real = (json.load(open(f)) for f in sys.argv[1:])
 b = plan["summary"]["total_bytes"]
-assert all(st["bytes"] == b for st in real["steps"]), (b, real["steps"])
+assert all(st["bytes"] + st["local_bytes"] == b for st in real["steps"]), (b, real["steps"])
 assert fp8["summary"]["total_bytes"] != b, "the model's dtype plan moves the same bytes"
 PYEOF
   # Threads on one host are not the cluster the simulator models: the error
