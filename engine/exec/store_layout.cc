@@ -75,11 +75,12 @@ Result<StoreLayout> StoreLayout::build(const plan::TransferPlan& plan,
     total += bytes;
   }
   if (segmentBytes == 0) {
-    const uint64_t perVersion = (total * replicas + l.nodes - 1) / l.nodes;
-    // A lost node's share moves to the others; each node may get a fragment
-    // more than its share per writer.
-    const uint64_t slack = (fragmentBytes + 64) * l.writerRank.size() * replicas;
-    segmentBytes = 3 * (perVersion + perVersion / std::max<uint32_t>(l.nodes - 1, 1) + slack);
+    // Least-loaded placement keeps every node within one fragment of the
+    // average; a lost node's share moves to the survivors.
+    const uint32_t survivors = l.nodes > replicas ? l.nodes - 1 : l.nodes;
+    const uint64_t perVersion = (total * replicas + survivors - 1) / survivors + fragmentBytes +
+                                64 * (l.fragBase.back() + 1);
+    segmentBytes = 3 * perVersion;
   }
   l.segmentBytes = (segmentBytes + 63) / 64 * 64;
   return l;

@@ -29,8 +29,8 @@ struct StoreLayout {
   std::vector<uint32_t> fragBase;       // per writer + 1: first global fragment id
   std::vector<int> readerRanks;         // inference ranks
 
-  // segmentBytes 0: room for three versions (one read, one imported, one
-  // spare for re-replication), with slack for uneven placement.
+  // segmentBytes 0: room for three versions' shares (the one readers hold, the
+  // one being imported, slack for re-replication and fragmentation).
   static Result<StoreLayout> build(const plan::TransferPlan& plan,
                                    const std::vector<RankLayout>& layouts, uint32_t nodes,
                                    uint32_t replicas, uint64_t fragmentBytes,
