@@ -197,14 +197,21 @@ Status RankExecutor::transferDisk(int step, traces::EventSink* events, RankStep&
   out.bytesRead = c.bytesRead;
   out.elements = c.elements;
   out.changed = c.changed;
-  if (!events || (c.fileBytes == 0 && c.bytesRead == 0)) return Status::ok();
+  return rankEvent(events, step, t0, c.fileBytes + c.bytesRead, traces::EventPath::kDisk);
+}
+
+// One event per rank and step for paths whose traffic is not one (src, dst)
+// pair (files, the store); none when the rank moved nothing.
+Status RankExecutor::rankEvent(traces::EventSink* events, int step, double t0, uint64_t bytes,
+                               traces::EventPath path) const {
+  if (!events || bytes == 0) return Status::ok();
   traces::Event e;
   e.tStart = t0 - epoch_;
   e.tEnd = now() - epoch_;
   e.src = e.dst = rank_;
-  e.bytes = c.fileBytes + c.bytesRead;
+  e.bytes = bytes;
   e.step = step;
-  e.path = traces::EventPath::kDisk;
+  e.path = path;
   return events->append(e);
 }
 
@@ -215,16 +222,7 @@ Status RankExecutor::transferStore(int step, traces::EventSink* events, RankStep
   out.bytesSent = c.bytesWritten;
   out.bytesFull = c.bytesWritten;
   out.bytesRead = c.bytesRead;
-  if (!events || (c.bytesWritten == 0 && c.bytesRead == 0)) return Status::ok();
-  // One event per rank and step: the store's traffic is not one (src, dst) pair.
-  traces::Event e;
-  e.tStart = t0 - epoch_;
-  e.tEnd = now() - epoch_;
-  e.src = e.dst = rank_;
-  e.bytes = c.bytesWritten + c.bytesRead;
-  e.step = step;
-  e.path = path_;
-  return events->append(e);
+  return rankEvent(events, step, t0, c.bytesWritten + c.bytesRead, path_);
 }
 
 Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out) {

@@ -104,6 +104,8 @@ class RankExecutor {
   Status transfer(int step, traces::EventSink* events, RankStep& out);
   Status transferDisk(int step, traces::EventSink* events, RankStep& out);
   Status transferStore(int step, traces::EventSink* events, RankStep& out);
+  Status rankEvent(traces::EventSink* events, int step, double t0, uint64_t bytes,
+                   traces::EventPath path) const;
   Status verify(int version) const;
   uint8_t* buffer(plan::Space s) { return buffers_[static_cast<int>(s)].get(); }
   std::array<uint8_t*, kSpaceCount> bufferArray();

@@ -98,7 +98,7 @@ Result<std::unique_ptr<StorePath>> StorePath::create(const plan::TransferPlan& p
     p->shadowRegistered_ = true;
     p->localBase_[region.id] = p->shadow_.get();
   }
-  TIDE_RETURN_IF_ERROR(p->setupSegments(plan));
+  TIDE_RETURN_IF_ERROR(p->setupSegments());
   if (p->rank_ == 0) {
     p->coordinator_ = std::make_unique<StoreCoordinator>(p->layout_, store, options.timeoutSeconds,
                                                          options.catalogJson);
@@ -106,8 +106,7 @@ Result<std::unique_ptr<StorePath>> StorePath::create(const plan::TransferPlan& p
   return p;
 }
 
-Status StorePath::setupSegments(const plan::TransferPlan& plan) {
-  (void)plan;
+Status StorePath::setupSegments() {
   const StoreLayout& l = layout_;
   if (static_cast<uint32_t>(rank_) < l.nodes) {
     segment_ = std::make_unique<uint8_t[]>(l.segmentBytes);

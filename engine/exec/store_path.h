@@ -108,7 +108,7 @@ class StorePath {
 
   StorePath(transport::Transport& transport, Store& store, StorePathOptions options)
       : transport_(transport), store_(store), options_(std::move(options)) {}
-  Status setupSegments(const plan::TransferPlan& plan);
+  Status setupSegments();
   Status publishHashes(uint64_t version, const Buffers& buffers);
   Status writeFragments(uint64_t version, StoreCounters& counters);
   Status copyLocal(const std::vector<transport::Request>& reqs);

@@ -10,6 +10,8 @@ PY=/usr/bin/python3
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=kill_rank.sh
+. "$(dirname "$0")/kill_rank.sh"
 base=(--model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
       --cluster h100-ib-8x400:nodes=4 --bucket 64KiB --streams 1 --strategy store
       --store-fragment 64KiB)
@@ -70,23 +72,5 @@ bad "not a store catalog" store list "$dir/s.json"
 bad "cannot open" store list "$dir/missing.json"
 
 # A rank killed (SIGKILL) in a run of launched processes.
-start=$(date +%s)
-"$TIDE" sync "${base[@]}" --ranks processes --steps 200 --timeout 10 > "$dir/kill.out" 2>&1 &
-pid=$!
-victim=""
-for _ in $(seq 200); do
-  victim=$(pgrep -P "$pid" | tail -1)
-  [ -n "$victim" ] && break
-  sleep 0.05
-done
-[ -n "$victim" ] || fail "no worker processes seen"
-sleep 1
-kill -9 "$victim" 2>/dev/null
-rc=0
-wait "$pid" || rc=$?
-took=$(( $(date +%s) - start ))
-[ "$rc" -ne 0 ] || { cat "$dir/kill.out"; fail "a killed rank went unnoticed"; }
-[ "$took" -lt 90 ] || fail "took ${took} s to fail"
-grep -q "tide: error" "$dir/kill.out" || { cat "$dir/kill.out"; fail "no error line"; }
-echo "store: rank killed, run failed cleanly in ${took} s"
+kill_a_rank store "$dir/kill.out" "${base[@]}" --ranks processes --steps 200 --timeout 10
 echo "PASS"
