@@ -14,6 +14,12 @@ namespace {
 using Key =
     std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint8_t>;  // stage bucket src dst kind
 
+// An emulated node link is an HTB class on a veth of MTU 1500; HTB meters
+// whole Ethernet frames, 1514 bytes for 1448 bytes of TCP payload (with
+// timestamps), so a run's payload moves at 1448/1514 of the link rate
+// (iperf3 through such a link: 94.2 of 100 Mbit/s, docs/sync.md).
+constexpr double kEmulatedPayloadFraction = 1448.0 / 1514.0;
+
 struct Group {
   double bytes = 0;
   bool dtypeChange = false;
@@ -21,10 +27,11 @@ struct Group {
 
 }  // namespace
 
-Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
-                                    const workloads::ClusterSpec& cluster, const Calibration& calib,
-                                    double chunkBytes) {
+Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads::ClusterSpec& spec,
+                                    const Calibration& calib, double chunkBytes) {
   TIDE_RETURN_IF_ERROR(p.validate());
+  workloads::ClusterSpec cluster = spec;
+  if (cluster.name.rfind("emulated:", 0) == 0) cluster.nicBps *= kEmulatedPayloadFraction;
   if (p.ranks.empty()) return TIDE_ERROR(Code::kInvalidArgument, "plan has no ranks");
   int gpn = std::max(1, cluster.gpusPerNode);
   uint32_t maxNode = 0;

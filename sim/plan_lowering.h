@@ -17,6 +17,8 @@ namespace tide::sim {
 // `chunkBytes` > 0: broadcast chains forward in chunks of that size (store
 // and forward per hop), so a bucket's chain pays one chunk time per hop after
 // the first (the pipeline fill); the plan does not carry the chunk size.
+// On an emulated cluster the NIC rate is the shaper's, which meters Ethernet
+// frames: payload moves at 1448/1514 of it.
 [[nodiscard]] Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
                                                   const workloads::ClusterSpec& cluster,
                                                   const Calibration& calib = {},
