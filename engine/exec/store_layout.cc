@@ -154,7 +154,8 @@ Result<WriterHashes> decodeHashes(const std::string& text) {
   WriterHashes h;
   std::string tag;
   size_t n = 0;
-  if (!(in >> tag >> n) || tag != "F") return bad("hash");
+  // Each hash takes at least two characters: a count beyond that is garbage.
+  if (!(in >> tag >> n) || tag != "F" || n > text.size() / 2) return bad("hash");
   h.fragments.resize(n);
   for (auto& x : h.fragments) {
     if (!(in >> x)) return bad("hash");
@@ -179,10 +180,9 @@ Result<CommitRecord> decodeCommit(const std::string& text, uint32_t fragments) {
   if (!(in >> tag >> c.manifestHash >> len) || tag != "M" || in.get() != '\n') {
     return bad("commit");
   }
+  if (len > text.size()) return bad("commit");
   c.manifest.resize(len);
-  if (len > text.size() || !in.read(c.manifest.data(), static_cast<std::streamsize>(len))) {
-    return bad("commit");
-  }
+  if (!in.read(c.manifest.data(), static_cast<std::streamsize>(len))) return bad("commit");
   if (!decodePlacementFrom(in, fragments, c.placement) || !decodeGroups(in, c.groups)) {
     return bad("commit");
   }

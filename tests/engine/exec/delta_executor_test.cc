@@ -12,6 +12,7 @@
 #include "engine/exec/sync_run.h"
 #include "engine/sync/disk_delta_manifest.h"
 #include "tests/engine/exec/plan_fixture.h"
+#include "tests/engine/exec/temp_dir.h"
 #include "tests/fakes/faulty_transport.h"
 #include "workloads/weights.h"
 
@@ -38,18 +39,6 @@ RankRunOptions options(UpdateMode mode, double timeoutSeconds, int steps = 1) {
   o.exec.timeoutSeconds = timeoutSeconds;
   return o;
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tide-delta-exec-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 TEST(SparseP2p, ThreeUpdatesBitExactWithFewerBytes) {
   PlanFixture s("p2p", 64 * 1024);
@@ -114,6 +103,7 @@ TEST(SparseP2p, TornBlockInFlightFailsCleanly) {
   EXPECT_NE(r.status().message().find("sparse: rank"), std::string::npos) << r.status().toString();
   EXPECT_LT(sw.seconds(), 20.0);
   o.wrapTransport = nullptr;
+  o.exec.timeoutSeconds = 30;  // the retry only has to complete (sanitizer builds are slow)
   auto retry = runThreads(s.plan, w, tcp(), o, nullptr);
   EXPECT_TRUE(retry.isOk()) << retry.status().toString();
 }

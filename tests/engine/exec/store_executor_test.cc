@@ -18,6 +18,7 @@
 #include "engine/exec/sync_run.h"
 #include "engine/sync/store/catalog_json.h"
 #include "tests/engine/exec/plan_fixture.h"
+#include "tests/engine/exec/temp_dir.h"
 #include "tests/fakes/faulty_transport.h"
 #include "workloads/weights.h"
 
@@ -43,18 +44,6 @@ RankRunOptions options(double timeoutSeconds, int steps, const std::string& cata
   o.exec.store.catalogJson = catalog;
   return o;
 }
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/tide-store-exec-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
 
 nlohmann::json readJson(const std::string& path) {
   std::ifstream f(path);
@@ -232,6 +221,28 @@ TEST(StoreStrategy, BadConfigurationsFailClearly) {
   r = runThreads(b.plan, w, tcp(), o, nullptr);
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("p2p plan"), std::string::npos) << r.status().toString();
+}
+
+TEST(StoreRecords, RoundTripAndRejectGarbage) {
+  CommitRecord c;
+  c.manifestHash = 42;
+  c.manifest = "tide-snapshot v1\nversion 1\nfragments 2\n0 10 7\n1 5 9\n";
+  c.placement.replicas = {{{0, 0}, {1, 64}}, {{2, 128}, {0, 64}}};
+  c.groups[{4, 3}] = 99;
+  const std::string text = encodeCommit(c);
+  CommitRecord d = orThrow(decodeCommit(text, 2));
+  EXPECT_EQ(d.manifestHash, 42u);
+  EXPECT_EQ(d.manifest, c.manifest);
+  EXPECT_EQ(d.placement.replicas, c.placement.replicas);
+  EXPECT_EQ(d.groups, c.groups);
+  EXPECT_EQ(decodeCommit(text, 3).status().code(), Code::kDataLoss);  // fragment count
+  for (size_t cut : {size_t{0}, size_t{5}, text.size() / 2, text.size() - 3}) {
+    EXPECT_EQ(decodeCommit(text.substr(0, cut), 2).status().code(), Code::kDataLoss) << cut;
+  }
+  EXPECT_EQ(decodeHashes("F 2 1").status().code(), Code::kDataLoss);
+  EXPECT_EQ(decodeHashes("F 99999999999999 1").status().code(), Code::kDataLoss);
+  EXPECT_EQ(decodeCommit("M 1 99999999999999\nx", 1).status().code(), Code::kDataLoss);
+  EXPECT_EQ(decodePlacement("P 1\n0\n", 1).status().code(), Code::kDataLoss);  // no replica
 }
 
 }  // namespace
