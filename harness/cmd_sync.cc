@@ -19,6 +19,7 @@
 #include "engine/exec/emulated_cluster.h"
 #include "engine/exec/launcher.h"
 #include "engine/exec/rank_env.h"
+#include "engine/exec/store_layout.h"
 #include "engine/exec/sync_run.h"
 #include "engine/plan/lower_bound.h"
 #include "engine/transport/registry.h"
@@ -116,6 +117,18 @@ Result<Prepared> prepare(const SyncArgs& a) {
   TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
   Workload& w = *p.w;
   TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
+  if (p.mode == exec::UpdateMode::kStore) {
+    // Checked once here rather than by every rank.
+    TIDE_ASSIGN_OR_RETURN(auto layouts, exec::RankLayout::buildAll(p.plan));
+    TIDE_ASSIGN_OR_RETURN(auto sl,
+                          exec::StoreLayout::build(p.plan, layouts, a.store.nodes, a.store.replicas,
+                                                   *parseSize(a.storeFragment), 0));
+    if (a.store.loseNode >= static_cast<int>(sl.nodes)) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "--store-lose-node " + std::to_string(a.store.loseNode) + ": there are " +
+                            std::to_string(sl.nodes) + " store nodes");
+    }
+  }
   p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
   TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, boundCluster(w.cluster)));
   return p;

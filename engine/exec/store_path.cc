@@ -162,17 +162,20 @@ Status StorePath::runOnNodes(std::vector<transport::Request>& reqs,
       continue;
     }
     auto id = transport_.submit(rs);
-    if (!id.isOk()) {
-      TIDE_RETURN_IF_ERROR(fail(n, id.status()));
-      continue;
+    if (id.isOk()) {
+      flights.emplace_back(n, *id);
+    } else if (Status st = fail(n, id.status()); !st.isOk()) {
+      for (auto& f : flights) (void)transport_.wait(f.second, options_.timeoutSeconds);
+      return st;
     }
-    flights.emplace_back(n, *id);
   }
+  // Every batch is waited for, so none is left touching memory after an error.
+  Status first;
   for (auto& [n, id] : flights) {
-    Status st = transport_.wait(id, options_.timeoutSeconds);
-    if (!st.isOk()) TIDE_RETURN_IF_ERROR(fail(n, st));
+    Status st = fail(n, transport_.wait(id, options_.timeoutSeconds));
+    if (first.isOk()) first = st;
   }
-  return Status::ok();
+  return first;
 }
 
 // This rank's own segment is reached by a copy (not every backend writes to itself).

@@ -66,7 +66,7 @@ bad() {  # expected-substring command...
 bad "need as many distinct nodes" sync "${tiny[@]}" --store-replicas 9
 bad "store-fragment" sync "${tiny[@]}" --store-fragment 8
 bad "is for --strategy p2p" sync "${tiny[@]}" --sparse
-bad "no node 9 to lose" sync "${tiny[@]}" --store-lose-node 9
+bad "there are 8 store nodes" sync "${tiny[@]}" --store-lose-node 9
 bad "no snapshot of version 7" store inspect "$dir/cat.json" --version 7
 bad "not a store catalog" store list "$dir/s.json"
 bad "cannot open" store list "$dir/missing.json"
