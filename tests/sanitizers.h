@@ -30,6 +30,10 @@ inline constexpr bool kAddressSanitizer = false;
 
 inline constexpr bool kAnySanitizer = kThreadSanitizer || kAddressSanitizer;
 
+// How much slower code runs here; tests that bound a failure's time by a short
+// timeout scale both (as tide_test scales ctest timeouts).
+inline constexpr double kTimeScale = kThreadSanitizer ? 4 : kAddressSanitizer ? 2 : 1;
+
 // ThreadSanitizer cannot run a forked child of a threaded process that starts
 // threads itself (it aborts: "starting new threads after multi-threaded fork").
 inline constexpr const char* kTsanForkReason =

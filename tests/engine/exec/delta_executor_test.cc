@@ -14,6 +14,7 @@
 #include "tests/engine/exec/plan_fixture.h"
 #include "tests/engine/exec/temp_dir.h"
 #include "tests/fakes/faulty_transport.h"
+#include "tests/sanitizers.h"
 #include "workloads/weights.h"
 
 namespace tide::exec {
@@ -88,7 +89,7 @@ TEST(SparseP2p, TornBlockInFlightFailsCleanly) {
   // update fails with kDataLoss in bounded time, and a retried run completes.
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
-  RankRunOptions o = options(UpdateMode::kSparse, 5);
+  RankRunOptions o = options(UpdateMode::kSparse, 5 * tide::testing::kTimeScale);
   o.wrapTransport = [](std::unique_ptr<transport::Transport> t, int rank) {
     if (rank != 0) return t;
     transport::fakes::FaultPlan f;
@@ -101,7 +102,7 @@ TEST(SparseP2p, TornBlockInFlightFailsCleanly) {
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kDataLoss) << r.status().toString();
   EXPECT_NE(r.status().message().find("sparse: rank"), std::string::npos) << r.status().toString();
-  EXPECT_LT(sw.seconds(), 20.0);
+  EXPECT_LT(sw.seconds(), 20.0 * tide::testing::kTimeScale);
   o.wrapTransport = nullptr;
   o.exec.timeoutSeconds = 30;  // the retry only has to complete (sanitizer builds are slow)
   auto retry = runThreads(s.plan, w, tcp(), o, nullptr);
