@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "engine/core/clock.h"
+#include "engine/core/log.h"
 
 namespace tide::exec {
 
@@ -171,8 +172,12 @@ Result<std::vector<StepStats>> runThreads(const plan::TransferPlan& plan,
       if (cause < 0 || failedAt[r] < failedAt[cause]) cause = r;
     }
   }
-  if (cause >= 0) return status[cause];
-  return stats[0];
+  if (cause < 0) return stats[0];
+  // One error line for the user; TIDE_LOG=info shows what the others hit.
+  for (int r = 0; r < world; ++r) {
+    if (r != cause && !status[r].isOk()) TIDE_LOG_INFO("also failed: {}", status[r].toString());
+  }
+  return status[cause];
 }
 
 }  // namespace tide::exec
