@@ -284,6 +284,16 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     double t0;
   };
   std::vector<Flight> flights;
+  // An early return (a failed check, a timeout) must not leave our batches
+  // reading buffers that are freed next (asan: use-after-free in a tcp send).
+  struct DrainFlights {
+    transport::Transport& transport;
+    std::vector<Flight>& flights;
+    double timeoutSeconds;
+    ~DrainFlights() {
+      for (const Flight& f : flights) (void)transport.wait(f.id, timeoutSeconds);
+    }
+  } drain{transport_, flights, options_.timeoutSeconds};
   std::vector<char> started(s.out.size(), 0), done(s.local.size(), 0), arrived(s.in.size(), 0);
   size_t leftOut = s.out.size(), leftLocal = s.local.size(), leftIn = s.in.size();
   size_t firstOut = 0, firstLocal = 0;  // everything before these has started / run
