@@ -135,13 +135,13 @@ Status EmulatedCluster::build(double bytesPerSecond) {
   const uint64_t burst =
       std::max<uint64_t>(64 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.002));
   const std::string rate = std::to_string(static_cast<uint64_t>(std::llround(bits))) + "bit";
-  // The leaf queue is bounded in bytes (~20 ms at the rate, at least four
+  // The leaf queue is bounded in bytes (~50 ms at the rate, at least four
   // 64 KiB GSO segments): HTB's default leaf is a 1000-packet FIFO, which with
   // GSO segments holds seconds of data, and the ACKs of a flow in the other
   // direction then wait behind it, so a node that receives at line rate
   // could hardly send (a NIC does not queue ACKs behind seconds of data).
   const uint64_t queue =
-      std::max<uint64_t>(256 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.02));
+      std::max<uint64_t>(256 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.05));
   auto shape = [&](const std::string& ns, const std::string& dev) -> Status {
     TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle",
                                   "1:", "htb", "default", "10"}));
