@@ -2,31 +2,12 @@
 // Which sanitizer this test binary is built with (the asan and tsan presets),
 // for the few tests that cannot run under one and skip with a reason instead.
 
+#include "engine/core/sanitizers.h"
+
 namespace tide::testing {
 
-#if defined(__SANITIZE_THREAD__)
-inline constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-inline constexpr bool kThreadSanitizer = true;
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
-#else
-inline constexpr bool kThreadSanitizer = false;
-#endif
-
-#if defined(__SANITIZE_ADDRESS__)
-inline constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kAddressSanitizer = true;
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
-#else
-inline constexpr bool kAddressSanitizer = false;
-#endif
+inline constexpr bool kThreadSanitizer = TIDE_TSAN;
+inline constexpr bool kAddressSanitizer = TIDE_ASAN;
 
 inline constexpr bool kAnySanitizer = kThreadSanitizer || kAddressSanitizer;
 

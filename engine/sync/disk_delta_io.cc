@@ -14,14 +14,9 @@
 
 #ifdef TIDE_HAVE_URING
 #include <liburing.h>
-#if defined(__SANITIZE_THREAD__)
-#define TIDE_URING_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TIDE_URING_TSAN 1
-#endif
-#endif
-#ifdef TIDE_URING_TSAN
+
+#include "engine/core/sanitizers.h"
+#if TIDE_TSAN
 // liburing maps its rings with raw syscalls that ThreadSanitizer does not see:
 // it keeps the history of a ring another thread unmapped at the same address
 // and reports this ring's SQE/CQE accesses as races with it. liburing.h's

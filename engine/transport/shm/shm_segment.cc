@@ -13,15 +13,8 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define TIDE_SHM_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TIDE_SHM_TSAN 1
-#endif
-#endif
-#ifdef TIDE_SHM_TSAN
+#include "engine/core/sanitizers.h"
+#if TIDE_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -30,13 +23,13 @@ namespace {
 
 // See Segment::tsanKey_.
 void tsanRelease([[maybe_unused]] void* key) {
-#ifdef TIDE_SHM_TSAN
+#if TIDE_TSAN
   __tsan_release(key);
 #endif
 }
 
 void tsanAcquire([[maybe_unused]] void* key) {
-#ifdef TIDE_SHM_TSAN
+#if TIDE_TSAN
   __tsan_acquire(key);
 #endif
 }

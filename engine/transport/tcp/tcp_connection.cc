@@ -12,15 +12,8 @@
 #include <vector>
 
 #include "engine/core/errno_status.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define TIDE_TCP_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TIDE_TCP_TSAN 1
-#endif
-#endif
-#ifdef TIDE_TCP_TSAN
+#include "engine/core/sanitizers.h"
+#if TIDE_TSAN
 extern "C" void __tsan_read_range(void* addr, unsigned long size);
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
 extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
@@ -35,7 +28,7 @@ namespace {
 // answered looks racy with its own send. The reads are recorded here, before
 // the send, and the interceptor's late copy of them is not. tsan builds only.
 ssize_t sendmsgForTsan(int fd, const msghdr* msg, int flags) {
-#ifdef TIDE_TCP_TSAN
+#if TIDE_TSAN
   for (size_t i = 0; i < msg->msg_iovlen; ++i)
     __tsan_read_range(msg->msg_iov[i].iov_base, msg->msg_iov[i].iov_len);
   AnnotateIgnoreReadsBegin(__FILE__, __LINE__);
