@@ -116,6 +116,7 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
 
   reproduce::ReportInput in;
   in.quick = a.quick;
+  in.source = source;
   in.command = invoked;
   in.started = utcNow("%Y-%m-%dT%H:%M:%S");
   in.environment = reproduce::environment(source);

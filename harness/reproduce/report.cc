@@ -18,6 +18,18 @@ namespace tide::harness::reproduce {
 
 namespace {
 
+// A part's command as a reader reruns it from the source tree: paths under
+// the tree are shown relative to it (a report names no path of the machine
+// it ran on when everything lives in the tree).
+std::string shownCommand(const ReportInput& in, const Part& p) {
+  if (in.source.empty()) return commandLine(p.argv);
+  const std::string prefix = in.source + "/";
+  std::vector<std::string> argv;
+  for (const auto& a : p.argv)
+    argv.push_back(a.rfind(prefix, 0) == 0 ? a.substr(prefix.size()) : a);
+  return commandLine(argv);
+}
+
 std::string readText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return "";
@@ -191,7 +203,7 @@ nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& fig
                      {"status", r.result.status},
                      {"reason", r.result.reason},
                      {"seconds", r.result.seconds},
-                     {"command", commandLine(r.part.argv)}});
+                     {"command", shownCommand(in, r.part)}});
   }
   nlohmann::json figs = nlohmann::json::array();
   for (const auto& x : figures) {
@@ -266,7 +278,7 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
   md +=
       "\nCommands (each part is one subprocess; results.h5 holds their output and documents):\n\n";
   for (const auto& r : in.runs)
-    md += "* `" + r.part.name + "`: `" + commandLine(r.part.argv) + "`\n";
+    md += "* `" + r.part.name + "`: `" + shownCommand(in, r.part) + "`\n";
   md += "\n## Environment\n\n| key | value |\n|---|---|\n";
   for (const auto& [k, v] : in.environment) md += "| " + k + " | " + v + " |\n";
   return md;
@@ -340,7 +352,7 @@ Status writeResults(const std::string& path, const ReportInput& in) {
     run.title = r.part.title;
     run.status = r.result.status;
     run.reason = r.result.reason;
-    run.command = commandLine(r.part.argv);
+    run.command = shownCommand(in, r.part);
     run.seconds = r.result.seconds;
     run.outputTail = r.result.outputTail;
     if (r.result.status == "ok") {

@@ -30,6 +30,7 @@ struct RunRecord {
 
 struct ReportInput {
   bool quick = false;
+  std::string source;   // source tree: shown commands are relative to it
   std::string command;  // the reproduce command line
   std::string started;  // UTC ISO time
   double seconds = 0;
