@@ -114,6 +114,12 @@ def bars(f, out):
         if not d:
             continue
         labels.append(b)
+        if "rows" in d:  # the SoftRoCE bench: per size, beside ib_write_bw; the largest size
+            row = max(d["rows"], key=lambda r: r.get("size_bytes", 0))
+            vals.append(row.get("tide_gbps_median", 0))
+            refs.append(row.get("ib_write_bw_gbps_median", 0))
+            refnames.append("ib_write_bw")
+            continue
         vals.append(d["gbps"]["median"])
         ref = d.get("reference", {})
         refs.append(ref.get("gbps", {}).get("median", 0) if isinstance(ref.get("gbps"), dict) else 0)
