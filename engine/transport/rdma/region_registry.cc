@@ -72,9 +72,17 @@ Result<RegionVerdict> RegionRegistry::verify(const RemoteRegion& d, double timeo
   TIDE_ASSIGN_OR_RETURN(bool isLive, live(d.rank, d.id));
   if (!isLive) {
     RegionVerdict v;
-    v.status = TIDE_ERROR(Code::kNotFound, "region " + std::to_string(d.id) + " of rank " +
-                                               std::to_string(d.rank) +
-                                               " is not registered (never, or deregistered)");
+    // A rank that shut down took its regions with it: that is a lost peer
+    // (kUnavailable), the consequence of whatever made it leave, not a bad
+    // descriptor.
+    TIDE_ASSIGN_OR_RETURN(bool left, gone(d.rank));
+    v.status = left
+                   ? TIDE_ERROR(Code::kUnavailable, "rank " + std::to_string(d.rank) +
+                                                        " has shut down (region " +
+                                                        std::to_string(d.id) + " went with it)")
+                   : TIDE_ERROR(Code::kNotFound, "region " + std::to_string(d.id) + " of rank " +
+                                                     std::to_string(d.rank) +
+                                                     " is not registered (never, or deregistered)");
     v.epoch = e;
     return v;
   }

@@ -178,6 +178,15 @@ TEST(RdmaUnit, RegistryVerifiesDescriptorsAgainstWhatTheOwnerPublished) {
   ASSERT_TRUE(dead.isOk());
   EXPECT_EQ(dead->status.code(), Code::kNotFound);
   EXPECT_EQ(dead->epoch, 1);
+
+  // An owner that shut down took its regions along: a lost peer, not a bad
+  // descriptor, so a run names the cause that made it leave.
+  ASSERT_TRUE(owner.markGone().isOk());
+  auto left = initiator.verify(d, 1);
+  ASSERT_TRUE(left.isOk());
+  EXPECT_EQ(left->status.code(), Code::kUnavailable) << left->status.toString();
+  EXPECT_NE(left->status.message().find("rank 1 has shut down"), std::string::npos)
+      << left->status.toString();
 }
 
 TEST(RdmaUnit, RegistryHeartbeatAndGone) {
