@@ -28,10 +28,13 @@ struct Group {
 }  // namespace
 
 Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads::ClusterSpec& spec,
-                                    const Calibration& calib, double chunkBytes) {
+                                    const Calibration& calib, double chunkBytes,
+                                    double hostTcpBps) {
   TIDE_RETURN_IF_ERROR(p.validate());
   workloads::ClusterSpec cluster = spec;
-  if (cluster.name.rfind("emulated:", 0) == 0) cluster.nicBps *= kEmulatedPayloadFraction;
+  const bool emulated = cluster.name.rfind("emulated:", 0) == 0;
+  if (emulated) cluster.nicBps *= kEmulatedPayloadFraction;
+  if (hostTcpBps < 0) return TIDE_ERROR(Code::kInvalidArgument, "host tcp rate must be >= 0");
   if (p.ranks.empty()) return TIDE_ERROR(Code::kInvalidArgument, "plan has no ranks");
   int gpn = std::max(1, cluster.gpusPerNode);
   uint32_t maxNode = 0;
@@ -44,6 +47,11 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
   }
   FlowSolver solver;
   Topology topo(cluster, static_cast<int>(maxNode) + 1, calib.quantBps, solver);
+  // The emulated nodes share one host: its loopback carries every node's
+  // intra-node tcp.
+  const LinkId hostTcp =
+      emulated && hostTcpBps > 0 ? solver.addLink(hostTcpBps, "host.tcp") : kNoLink;
+  auto sameNode = [&](int a, int b) { return topo.nodeOf(a) == topo.nodeOf(b); };
   auto gpuOf = [&](uint32_t rank) {
     const auto& r = p.ranks[rank];
     return static_cast<int>(r.node) * gpn + static_cast<int>(r.gpu);
@@ -96,6 +104,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
       tp = grp.dtypeChange ? TaskPath::kCompute : TaskPath::kHostMem;
     } else {
       path = topo.path(a, b);
+      if (hostTcp != kNoLink && sameNode(a, b)) path.push_back(hostTcp);
       lat = topo.latency(a, b);
       tp = topo.nodeOf(a) == topo.nodeOf(b) ? TaskPath::kNvlink : TaskPath::kRdma;
     }
@@ -116,6 +125,10 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
       topo.appendPath(a, b, links);
       lat += topo.latency(a, b);
       double cap = topo.hopCapacity(a, b);
+      if (hostTcp != kNoLink && sameNode(a, b)) {
+        links.push_back(hostTcp);  // the solver charges a re-crossed link once
+        cap = hostTcpBps;
+      }
       // Store and forward: every hop after the first waits for one chunk.
       if (i > 0 && chunkBytes > 0 && cap > 0) lat += chunkBytes / cap;
       bytes = std::max(bytes, static_cast<double>(hops[i]->bytes));

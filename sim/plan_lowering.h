@@ -18,10 +18,15 @@ namespace tide::sim {
 // and forward per hop), so a bucket's chain pays one chunk time per hop after
 // the first (the pipeline fill); the plan does not carry the chunk size.
 // On an emulated cluster the NIC rate is the shaper's, which meters Ethernet
-// frames: payload moves at 1448/1514 of it.
+// frames: payload moves at 1448/1514 of it. `hostTcpBps` > 0 (emulated
+// clusters only): every node's ranks are processes of one host, so tcp
+// between two ranks of a node is that host's loopback; one link of that
+// rate, shared by all nodes, carries it (gathers, and a chain with intra-node
+// hops, charged once per chain like any re-crossed link), and a chain's
+// intra-node hop fills one chunk at that rate.
 [[nodiscard]] Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
                                                   const workloads::ClusterSpec& cluster,
                                                   const Calibration& calib = {},
-                                                  double chunkBytes = 0);
+                                                  double chunkBytes = 0, double hostTcpBps = 0);
 
 }  // namespace tide::sim

@@ -5,6 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "sim/plan_lowering.h"
 
 namespace tide::sim {
@@ -53,38 +57,85 @@ TEST(Validation, RejectsForeignOrUncheckedRuns) {
   EXPECT_FALSE(compareWithReal(realRun({-1.0}, 100), 1.0, 100).isOk());
 }
 
-TEST(PlanLowering, OneWriteRunsAtTheEmulatedNicRate) {
+// Ranks `nodes[i]` (gpu = how many ranks came before on that node) holding
+// one 1024x1024 bf16 tensor each; `hops` moves it from rank a to rank b, all
+// in one stage and bucket.
+plan::TransferPlan chainPlan(std::vector<uint32_t> nodes,
+                             std::vector<std::pair<uint32_t, uint32_t>> hops, plan::MoveKind kind) {
   plan::TransferPlan p;
-  p.strategy = "p2p";
-  p.ranks = {{0, plan::Role::kTrainer, 0, 0}, {1, plan::Role::kInference, 1, 0}};
+  p.strategy = kind == plan::MoveKind::kBroadcastHop ? "broadcast" : "p2p";
+  std::vector<uint32_t> perNode(8, 0);
+  for (uint32_t r = 0; r < nodes.size(); ++r) {
+    p.ranks.push_back(
+        {r, r == 0 ? plan::Role::kTrainer : plan::Role::kInference, nodes[r], perNode[nodes[r]]++});
+  }
   plan::TensorInfo t;
   t.id = 0;
   t.name = "w";
   t.shape = {1024, 1024};
   p.tensors.push_back(t);
   auto box = plan::RegionBox::from(workloads::Box{{0, 0}, {1024, 1024}});
-  ASSERT_TRUE(box.isOk()) << box.status().toString();
+  if (!box.isOk()) throw StatusError(box.status());
   p.holdings.push_back({0, plan::Space::kTrain, 0, *box, workloads::DType::kBF16});
-  p.holdings.push_back({1, plan::Space::kInfer, 0, *box, workloads::DType::kBF16});
+  for (uint32_t r = 1; r < nodes.size(); ++r)
+    p.holdings.push_back({r, plan::Space::kInfer, 0, *box, workloads::DType::kBF16});
   uint32_t st = p.addStage("write");
-  plan::Move m;
-  m.src = 0;
-  m.dst = 1;
-  m.tensor = 0;
-  m.box = *box;
-  m.srcSpace = plan::Space::kTrain;
-  m.dstSpace = plan::Space::kInfer;
-  m.kind = plan::MoveKind::kWrite;
-  m.stage = st;
-  p.addMove(m);
+  for (auto [a, b] : hops) {
+    plan::Move m;
+    m.src = a;
+    m.dst = b;
+    m.tensor = 0;
+    m.box = *box;
+    m.srcSpace = a == 0 ? plan::Space::kTrain : plan::Space::kInfer;
+    m.dstSpace = plan::Space::kInfer;
+    m.kind = kind;
+    m.stage = st;
+    p.addMove(m);
+  }
+  return p;
+}
+
+constexpr double kTensor = 2.0 * 1024 * 1024;   // bytes
+constexpr double kPayload = 1e9 * 1448 / 1514;  // 1 GB/s emulated link, TCP payload
+
+TEST(PlanLowering, OneWriteRunsAtTheEmulatedNicRate) {
+  auto p = chainPlan({0, 1}, {{0, 1}}, plan::MoveKind::kWrite);
   auto cluster = workloads::parseEmulated("emulated:nodes=2,gpus=1,nic=1GB/s");
   ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
   auto r = simulatePlan(p, *cluster);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   // 2 MiB of TCP payload at 1448/1514 of 1 GB/s (Ethernet frames metered by
   // the shaper) plus one fabric latency.
-  EXPECT_NEAR(r->seconds, 2.0 * 1024 * 1024 / (1e9 * 1448 / 1514), 1e-4);
+  EXPECT_NEAR(r->seconds, kTensor / kPayload, 1e-4);
   EXPECT_EQ(r->events.size(), 1u);
+}
+
+TEST(PlanLowering, IntraNodeTcpRunsAtTheHostRate) {
+  auto p = chainPlan({0, 0}, {{0, 1}}, plan::MoveKind::kWrite);
+  auto cluster = workloads::parseEmulated("emulated:nodes=1,gpus=2,nic=1GB/s");
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
+  auto free = simulatePlan(p, *cluster);  // no host figure: not a limit
+  ASSERT_TRUE(free.isOk()) << free.status().toString();
+  EXPECT_LT(free->seconds, 1e-6);
+  auto host = simulatePlan(p, *cluster, {}, 0, 0.5e9);
+  ASSERT_TRUE(host.isOk()) << host.status().toString();
+  EXPECT_NEAR(host->seconds, kTensor / 0.5e9, 1e-6);
+  EXPECT_FALSE(simulatePlan(p, *cluster, {}, 0, -1).isOk());
+}
+
+TEST(PlanLowering, ChainHopsInsideANodePassThroughTheHostAndFillAChunkEach) {
+  // head (node 0) -> rank 1 (node 1) -> rank 2 (node 1) -> rank 3 (node 1).
+  auto p = chainPlan({0, 1, 1, 1}, {{0, 1}, {1, 2}, {2, 3}}, plan::MoveKind::kBroadcastHop);
+  auto cluster = workloads::parseEmulated("emulated:nodes=2,gpus=3,nic=1GB/s");
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
+  const double chunk = 256 * 1024, host = 0.1e9;
+  auto r = simulatePlan(p, *cluster, {}, chunk, host);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  // The chain crosses the host link (charged once per flow, like any link a
+  // chain re-crosses) and the node links: it runs at min(payload rate, host);
+  // each intra-node hop waits for one chunk at the host rate before forwarding.
+  double rate = std::min(kPayload, host);
+  EXPECT_NEAR(r->seconds, kTensor / rate + 2 * chunk / host, 1e-4);
 }
 
 }  // namespace
