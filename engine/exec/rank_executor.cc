@@ -18,6 +18,11 @@ std::string regionKey(int rank, int space) {
   return "region/r" + std::to_string(rank) + "/s" + std::to_string(space);
 }
 
+// The second copy of a rank's inference shard (the version switch).
+std::string shadowKey(int rank) {
+  return "region/r" + std::to_string(rank) + "/shadow";
+}
+
 uint64_t sbKey(uint32_t stage, uint32_t bucket) {
   return (static_cast<uint64_t>(stage) << 32) | bucket;
 }
@@ -51,6 +56,7 @@ RankExecutor::~RankExecutor() {
   for (int s = 0; s < kSpaceCount; ++s) {
     if (registered_[s]) (void)transport_.deregisterRegion(localIds_[s]);
   }
+  if (shadowRegistered_) (void)transport_.deregisterRegion(shadowLocalId_);
 }
 
 Result<std::unique_ptr<RankExecutor>> RankExecutor::create(
@@ -84,6 +90,27 @@ Status RankExecutor::setup() {
     registered_[s] = true;
     TIDE_RETURN_IF_ERROR(store_.set(regionKey(rank_, s), region.descriptor.serialize()));
   }
+  const uint64_t inferBytes = me.spaceBytes(Space::kInfer);
+  if (options_.shadowSwitch) {
+    if (options_.mode != UpdateMode::kFull && options_.mode != UpdateMode::kStore) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "switch: a shadow copy takes full updates (p2p, broadcast) or store "
+                        "ones, not deltas (they apply to the version before)");
+    }
+    for (const auto& g : schedule_.out) {
+      if (g.srcSpace == Space::kInfer) {
+        return TIDE_ERROR(Code::kInvalidArgument,
+                          "switch: needs a p2p plan (this one forwards from inference shards)");
+      }
+    }
+  }
+  if (options_.shadowSwitch && inferBytes > 0) {
+    inferShadow_ = std::make_unique<uint8_t[]>(inferBytes);
+    TIDE_ASSIGN_OR_RETURN(auto region, transport_.registerRegion(inferShadow_.get(), inferBytes));
+    shadowLocalId_ = region.id;
+    shadowRegistered_ = true;
+    TIDE_RETURN_IF_ERROR(store_.set(shadowKey(rank_), region.descriptor.serialize()));
+  }
   if (rank_ == 0) TIDE_RETURN_IF_ERROR(store_.set("epoch", std::to_string(now())));
   TIDE_ASSIGN_OR_RETURN(std::string epoch, store_.get("epoch", options_.timeoutSeconds));
   epoch_ = std::stod(epoch);
@@ -99,6 +126,13 @@ Status RankExecutor::setup() {
     TIDE_RETURN_IF_ERROR(transport_.importRegion(remote));
     remoteIds_[g.peer][s] = remote.id;
     imported[g.peer][s] = true;
+    if (options_.shadowSwitch && g.dstSpace == Space::kInfer) {
+      if (remoteShadowIds_.empty()) remoteShadowIds_.assign(plan_.ranks.size(), 0);
+      TIDE_ASSIGN_OR_RETURN(std::string sb, store_.get(shadowKey(g.peer), options_.timeoutSeconds));
+      TIDE_ASSIGN_OR_RETURN(auto shadow, transport::RemoteRegion::deserialize(sb));
+      TIDE_RETURN_IF_ERROR(transport_.importRegion(shadow));
+      remoteShadowIds_[g.peer] = shadow.id;
+    }
   }
   if (options_.mode == UpdateMode::kSparse) {
     if (options_.poisonTargets) {
@@ -125,23 +159,48 @@ Status RankExecutor::setup() {
     TIDE_ASSIGN_OR_RETURN(
         storePath_, StorePath::create(plan_, layouts_, schedule_, transport_, store_, ids, so));
     // Version 0 is imported into the store and every inference rank loads
-    // it from there (as a joining engine would), checked bit-exact.
-    TIDE_RETURN_IF_ERROR(materializeInfer(0));
+    // it from there into a poisoned shard, checked bit-exact (a skipped load
+    // cannot pass). A joining rank stays empty until it joins.
+    serving_ = storePath_->reads(rank_, 0);
+    if (inferBytes > 0) std::memset(buffer(Space::kInfer), 0xA5, inferBytes);
     if (plan_.ranks[rank_].role == plan::Role::kTrainer) TIDE_RETURN_IF_ERROR(materializeTrain(0));
     StoreCounters ignored;
     TIDE_RETURN_IF_ERROR(storePath_->step(0, bufferArray(), ignored));
-    TIDE_RETURN_IF_ERROR(verify(0));
-    return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
-                        options_.timeoutSeconds);
+    if (serving_) TIDE_RETURN_IF_ERROR(verify(0));
+  } else {
+    TIDE_RETURN_IF_ERROR(materializeInfer(0));
   }
-  TIDE_RETURN_IF_ERROR(materializeInfer(0));
+  TIDE_RETURN_IF_ERROR(setupSwitch());
   return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
                       options_.timeoutSeconds);
 }
 
+Status RankExecutor::setupSwitch() {
+  if (!inferShadow_) return Status::ok();
+  // A poison pattern is no version generation could serve.
+  const bool v0 = serving_ && (options_.mode == UpdateMode::kStore || !options_.poisonTargets);
+  switch_ = std::make_unique<VersionSwitch>(buffers_[kInferSpace].get(), inferShadow_.get(),
+                                            layouts_[rank_].spaceBytes(Space::kInfer), v0 ? 0 : -1);
+  switch_->startGeneration(options_.generationIntervalSeconds);
+  return Status::ok();
+}
+
+ServedVersion RankExecutor::serving() const {
+  if (switch_) return switch_->serving();
+  const uint64_t n = layouts_[rank_].spaceBytes(Space::kInfer);
+  return ServedVersion{serving_ ? version_ : -1,
+                       n ? XXH3_64bits(buffers_[kInferSpace].get(), n) : 0};
+}
+
+// After a switch the live copy is the one the update wrote.
+void RankExecutor::switchCopies() {
+  std::swap(buffers_[kInferSpace], inferShadow_);
+  std::swap(localIds_[kInferSpace], shadowLocalId_);
+}
+
 std::array<uint8_t*, kSpaceCount> RankExecutor::bufferArray() {
   std::array<uint8_t*, kSpaceCount> b{};
-  for (int s = 0; s < kSpaceCount; ++s) b[s] = buffers_[s].get();
+  for (int s = 0; s < kSpaceCount; ++s) b[s] = buffer(static_cast<Space>(s));
   return b;
 }
 
@@ -172,8 +231,7 @@ Status RankExecutor::materializeInfer(int version) {
   return Status::ok();
 }
 
-Status RankExecutor::verify(int version) const {
-  const uint8_t* base = buffers_[static_cast<int>(Space::kInfer)].get();
+Status RankExecutor::verify(int version, const uint8_t* base) const {
   for (const auto& p : layouts_[rank_].placed(Space::kInfer)) {
     const uint64_t got = XXH3_64bits(base + p.offset, p.bytes);
     TIDE_ASSIGN_OR_RETURN(uint64_t want, weights_.boxChecksum(p.tensor, p.box.toBox(), version));
@@ -216,6 +274,7 @@ Status RankExecutor::rankEvent(traces::EventSink* events, int step, double t0, u
 }
 
 Status RankExecutor::transferStore(int step, traces::EventSink* events, RankStep& out) {
+  if (storePath_->joinsAt(static_cast<uint64_t>(step))) TIDE_RETURN_IF_ERROR(join(step, out));
   StoreCounters c;
   const double t0 = now();
   TIDE_RETURN_IF_ERROR(storePath_->step(static_cast<uint64_t>(step), bufferArray(), c));
@@ -223,6 +282,26 @@ Status RankExecutor::transferStore(int step, traces::EventSink* events, RankStep
   out.bytesFull = c.bytesWritten;
   out.bytesRead = c.bytesRead;
   return rankEvent(events, step, t0, c.bytesWritten + c.bytesRead, path_);
+}
+
+// A joining rank's first update: the version the coordinator leased it is
+// pulled while the others go on with this update, and checked bit-exact
+// before the rank serves it (with a switch: into the shadow, then switched).
+Status RankExecutor::join(int step, RankStep& out) {
+  (void)out;
+  const double t0 = now();
+  if (switch_) switch_->beginUpdate();
+  StoreCounters c;
+  TIDE_ASSIGN_OR_RETURN(uint64_t v, storePath_->join(bufferArray(), c));
+  TIDE_RETURN_IF_ERROR(verify(static_cast<int>(v), buffer(Space::kInfer))
+                           .withContext("join: rank " + std::to_string(rank_)));
+  if (switch_) {
+    (void)switch_->switchTo(static_cast<int>(v));
+    switchCopies();
+    switch_->beginUpdate();  // this step's update goes to the other copy
+  }
+  serving_ = true;
+  return publishJoin(store_, step, rank_, now() - t0, c.bytesRead, v);
 }
 
 Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out) {
@@ -344,6 +423,10 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
             q.localOffset = r.srcOffset;
             q.peer = g.peer;
             q.remoteRegion = remoteIds_[g.peer][static_cast<int>(g.dstSpace)];
+            // Switch: odd versions land in the peer's second copy.
+            if (!remoteShadowIds_.empty() && g.dstSpace == Space::kInfer && step % 2 == 1) {
+              q.remoteRegion = remoteShadowIds_[g.peer];
+            }
             q.remoteOffset = r.dstOffset;
             q.length = r.bytes;
             reqs.push_back(q);
@@ -469,6 +552,15 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
 
   RankStep out;
   out.step = step;
+  // Switch: the update writes the shadow while generation reads the live
+  // copy; an update that fails leaves the live copy serving.
+  struct AbortUpdate {
+    VersionSwitch* s;
+    ~AbortUpdate() {
+      if (s && s->updating()) s->abortUpdate();
+    }
+  } abortUpdate{switch_.get()};
+  if (switch_ && serving_) switch_->beginUpdate();
   TIDE_RETURN_IF_ERROR(storeBarrier(store_, tag + "pause", world, options_.timeoutSeconds));
   out.tStart = now();
   Status ts = transfer(step, events, out);
@@ -478,9 +570,9 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
     if (n > 0) buffer(Space::kInfer)[n / 2] ^= 0x01;
   }
   Status vs = ts;
-  if (ts.isOk()) {
+  if (ts.isOk() && serving_) {  // a rank that has not joined holds nothing yet
     const double v0 = now();
-    vs = verify(step);
+    vs = verify(step, buffer(Space::kInfer));
     out.verifySeconds = now() - v0;
   }
   TIDE_RETURN_IF_ERROR(store_.set(tag + "result/r" + std::to_string(rank_),
@@ -498,6 +590,25 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   }
   version_ = step;
   if (sparse_) sparse_->commit(bufferArray());  // the next delta is encoded against this version
+  if (options_.shadowSwitch) {
+    double pause = 0, at = 0;
+    if (switch_ && switch_->updating()) {
+      pause = switch_->switchTo(step);
+      at = now();
+      switchCopies();
+    }
+    TIDE_RETURN_IF_ERROR(publishSwitch(store_, step, rank_, pause, at,
+                                       switch_ ? switch_->takeStats() : GenerationStats{},
+                                       switch_ ? switch_->bytes() : 0));
+    if (rank_ == 0 && options_.report) {
+      TIDE_RETURN_IF_ERROR(
+          gatherSwitches(store_, step, world, options_.timeoutSeconds, *options_.report));
+    }
+  }
+  if (rank_ == 0 && options_.report && storePath_ && step == options_.store.joinStep + 1) {
+    TIDE_RETURN_IF_ERROR(gatherJoin(store_, step, options_.store.joinRanks, options_.timeoutSeconds,
+                                    *options_.report));
+  }
   return out;
 }
 

@@ -23,10 +23,12 @@
 #include "engine/core/kv_store.h"
 #include "engine/core/status.h"
 #include "engine/exec/disk_delta_path.h"
+#include "engine/exec/exec_report.h"
 #include "engine/exec/rank_layout.h"
 #include "engine/exec/rank_schedule.h"
 #include "engine/exec/sparse_path.h"
 #include "engine/exec/store_path.h"
+#include "engine/exec/version_switch.h"
 #include "engine/plan/transfer_plan.h"
 #include "engine/transport/transport.h"
 #include "traces/event.h"
@@ -56,6 +58,12 @@ struct ExecOptions {
   std::string deltaDir;    // kDiskDelta: the shared directory
   uint32_t baseEvery = 8;  // kDiskDelta: a full base every K versions
   StorePathOptions store;  // kStore (its timeout is timeoutSeconds)
+  // Asynchronous update (kFull on a p2p plan, kStore): inference ranks
+  // receive into a shadow copy while emulated generation reads the live
+  // one, and switch once every rank verified (version_switch.h).
+  bool shadowSwitch = false;
+  double generationIntervalSeconds = 0.001;  // between generation passes
+  ExecReport* report = nullptr;              // rank 0 fills it (switch, join)
 };
 
 struct RankStep {
@@ -87,6 +95,9 @@ class RankExecutor {
   Result<RankStep> runStep(int step, traces::EventSink* events);
 
   int version() const { return version_; }
+  // The complete version this rank's generation serves (-1: none yet).
+  // Without a switch, the shard's version after the last update.
+  ServedVersion serving() const;
   // Whether this rank's inference shard holds exactly `version` (kDataLoss
   // naming the first block that does not). Tests: no rank ends on a mix.
   Status checkVersion(int version) const { return verify(version); }
@@ -106,8 +117,17 @@ class RankExecutor {
   Status transferStore(int step, traces::EventSink* events, RankStep& out);
   Status rankEvent(traces::EventSink* events, int step, double t0, uint64_t bytes,
                    traces::EventPath path) const;
-  Status verify(int version) const;
-  uint8_t* buffer(plan::Space s) { return buffers_[static_cast<int>(s)].get(); }
+  Status verify(int version) const { return verify(version, buffers_[kInferSpace].get()); }
+  Status verify(int version, const uint8_t* shard) const;
+  Status setupSwitch();
+  Status join(int step, RankStep& out);
+  void switchCopies();
+  static constexpr int kInferSpace = static_cast<int>(plan::Space::kInfer);
+  // The inference shard an update writes: the shadow while a switch update runs.
+  uint8_t* buffer(plan::Space s) {
+    if (s == plan::Space::kInfer && switch_ && switch_->updating()) return inferShadow_.get();
+    return buffers_[static_cast<int>(s)].get();
+  }
   std::array<uint8_t*, kSpaceCount> bufferArray();
 
   const plan::TransferPlan& plan_;
@@ -129,6 +149,15 @@ class RankExecutor {
   std::unique_ptr<SparsePath> sparse_;
   std::unique_ptr<DiskDeltaPath> disk_;
   std::unique_ptr<StorePath> storePath_;
+  // Switch: the second copy of the inference shard (buffers_[kInfer] is
+  // the live one; they trade places at each switch), and the peers' second
+  // copies, written at odd steps (version 0 lives in the first).
+  std::unique_ptr<uint8_t[]> inferShadow_;
+  uint32_t shadowLocalId_ = 0;
+  bool shadowRegistered_ = false;
+  std::vector<uint32_t> remoteShadowIds_;
+  bool serving_ = true;                    // false for a joining rank until it joined
+  std::unique_ptr<VersionSwitch> switch_;  // last: its reader stops before the copies go
 };
 
 }  // namespace tide::exec

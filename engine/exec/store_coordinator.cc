@@ -1,5 +1,6 @@
 #include "engine/exec/store_coordinator.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -18,6 +19,27 @@ StoreCoordinator::StoreCoordinator(const StoreLayout& layout, Store& store, doub
       timeout_(timeoutSeconds),
       catalogJson_(std::move(catalogJson)),
       catalog_(layout.nodes, layout.replicas, layout.segmentBytes) {}
+
+void StoreCoordinator::setJoin(int step, std::vector<int> ranks) {
+  joinStep_ = step;
+  joinRanks_ = std::move(ranks);
+}
+
+bool StoreCoordinator::reads(int rank, uint64_t version) const {
+  return static_cast<int64_t>(version) > joinStep_ ||
+         std::find(joinRanks_.begin(), joinRanks_.end(), rank) == joinRanks_.end();
+}
+
+Status StoreCoordinator::grantJoin(size_t ranks) {
+  TIDE_ASSIGN_OR_RETURN(uint64_t v, catalog_.latestReadable());
+  for (size_t i = 0; i < ranks; ++i) TIDE_RETURN_IF_ERROR(catalog_.acquire(v));
+  held_[v] += static_cast<uint32_t>(ranks);
+  std::string who;
+  for (int r : joinRanks_) who += " " + std::to_string(r);
+  note("v" + std::to_string(v) + " leased to a joining engine (ranks" + who + ")");
+  TIDE_RETURN_IF_ERROR(writeCatalog());
+  return store_.set(joinKey(), std::to_string(v));
+}
 
 void StoreCoordinator::note(const std::string& event) {
   events_.push_back(event);
@@ -42,27 +64,92 @@ Status StoreCoordinator::place(uint64_t version) {
     }
     groups_.insert(h.groups.begin(), h.groups.end());
   }
+  importBytes_ = std::move(bytes);
+  importHashes_ = std::move(hashes);
+  note("v" + std::to_string(version) + " IMPORTING");
+  return placeAttempt(version, 0);
+}
+
+Status StoreCoordinator::placeAttempt(uint64_t version, uint32_t attempt) {
   TIDE_ASSIGN_OR_RETURN(const sync::store::Snapshot* s,
-                        catalog_.beginImport(version, bytes, hashes));
+                        catalog_.beginImport(version, importBytes_, importHashes_));
   Placement p;
   for (const auto& f : s->fragments) {
     auto& reps = p.replicas.emplace_back();
     for (size_t i = 0; i < f.nodes.size(); ++i) reps.emplace_back(f.nodes[i], f.offsets[i]);
   }
-  note("v" + std::to_string(version) + " IMPORTING");
-  return store_.set(storeKey(version, "place"), encodePlacement(p));
+  return store_.set(placeKey(version, attempt), encodePlacement(p));
+}
+
+// Gathers the writers' reports of one attempt; "lost" nodes are marked
+// lost and the version is placed again without them. Returns whether the
+// attempt stored every replica.
+Result<bool> StoreCoordinator::gatherStored(uint64_t version, uint32_t attempt) {
+  const std::string a = "/a" + std::to_string(attempt);
+  std::set<uint32_t> lost;
+  for (size_t w = 0; w < layout_.writerRank.size(); ++w) {
+    TIDE_ASSIGN_OR_RETURN(
+        std::string text,
+        store_.get(storeKey(version, "stored/w" + std::to_string(w) + a), timeout_));
+    std::istringstream in(text);
+    std::string tag;
+    size_t n = 0;
+    in >> tag;
+    if (tag == "ok") continue;
+    if (tag == "error") {
+      return TIDE_ERROR(Code::kUnavailable,
+                        "trainer " + std::to_string(w) + " failed: " + text.substr(6));
+    }
+    if (tag != "lost" || !(in >> n)) {
+      return TIDE_ERROR(Code::kDataLoss,
+                        "store: bad stored report from trainer " + std::to_string(w) + ": " + text);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      uint32_t node = 0;
+      if (!(in >> node) || node >= layout_.nodes) {
+        return TIDE_ERROR(Code::kDataLoss,
+                          "store: bad stored report from trainer " + std::to_string(w));
+      }
+      lost.insert(node);
+    }
+  }
+  if (lost.empty()) return true;
+  // The import is dropped whole (its space freed) and placed again on the
+  // nodes still live: every writer rewrites its fragments.
+  TIDE_RETURN_IF_ERROR(catalog_.abortImport(version));
+  for (uint32_t n : lost) {
+    if (!catalog_.live(n)) continue;
+    TIDE_RETURN_IF_ERROR(catalog_.nodeLost(n));
+    note("node " + std::to_string(n) + " lost (while importing v" + std::to_string(version) + ")");
+  }
+  for (const auto& [v, snap] : catalog_.snapshots()) {
+    if (snap.state != SnapshotState::kReady)
+      note("v" + std::to_string(v) + " " + snapshotStateName(snap.state));
+  }
+  note("v" + std::to_string(version) + " IMPORTING (placed again, attempt " +
+       std::to_string(attempt + 1) + ")");
+  return false;
+}
+
+Result<bool> StoreCoordinator::settle(uint64_t version, uint32_t attempt) {
+  const std::string outcome = storeKey(version, "outcome/a" + std::to_string(attempt));
+  auto stored = gatherStored(version, attempt);
+  Status st = stored.status();
+  if (stored.isOk() && !*stored) st = placeAttempt(version, attempt + 1);
+  if (!st.isOk()) {
+    // Nothing of this version stays: writers and readers get the reason.
+    if (catalog_.snapshot(version).isOk()) (void)catalog_.abortImport(version);
+    note("v" + std::to_string(version) + " aborted: " + st.message());
+    (void)writeCatalog();
+    (void)store_.set(outcome, st.message());
+    (void)store_.set(storeKey(version, "commit"), "abort: " + st.message());
+    return st.withContext("store: version " + std::to_string(version) + " was not stored");
+  }
+  TIDE_RETURN_IF_ERROR(store_.set(outcome, *stored ? "commit" : "retry"));
+  return *stored;
 }
 
 Status StoreCoordinator::commit(uint64_t version) {
-  for (size_t w = 0; w < layout_.writerRank.size(); ++w) {
-    TIDE_ASSIGN_OR_RETURN(std::string ok,
-                          store_.get(storeKey(version, "stored/w" + std::to_string(w)), timeout_));
-    if (ok != "ok") {
-      return TIDE_ERROR(Code::kUnavailable, "store: trainer " + std::to_string(w) +
-                                                " could not store version " +
-                                                std::to_string(version) + ": " + ok);
-    }
-  }
   TIDE_ASSIGN_OR_RETURN(const sync::store::Snapshot* s, catalog_.snapshot(version));
   for (uint32_t f = 0; f < s->fragments.size(); ++f) {
     for (uint32_t n : s->fragments[f].nodes) TIDE_RETURN_IF_ERROR(catalog_.stored(version, f, n));
@@ -79,8 +166,10 @@ Status StoreCoordinator::commit(uint64_t version) {
   groups_.clear();
   note("v" + std::to_string(version) + " " + snapshotStateName(s->state));
   // Readers hold a lease on the version they will load from now on.
-  for (size_t i = 0; i < layout_.readerRanks.size(); ++i) {
+  for (int r : layout_.readerRanks) {
+    if (!reads(r, version)) continue;
     TIDE_RETURN_IF_ERROR(catalog_.acquire(version));
+    ++held_[version];
   }
   return store_.set(storeKey(version, "commit"), encodeCommit(c));
 }
@@ -88,6 +177,7 @@ Status StoreCoordinator::commit(uint64_t version) {
 Result<std::vector<RepairCopy>> StoreCoordinator::afterRead(uint64_t version) {
   std::set<uint32_t> lost;
   for (int r : layout_.readerRanks) {
+    if (!reads(r, version)) continue;
     TIDE_ASSIGN_OR_RETURN(std::string text,
                           store_.get(storeKey(version, "read/r" + std::to_string(r)), timeout_));
     std::istringstream in(text);
@@ -105,15 +195,13 @@ Result<std::vector<RepairCopy>> StoreCoordinator::afterRead(uint64_t version) {
       lost.insert(node);
     }
   }
-  // Every reader holds V now: their leases on V-1 go, and what nobody holds
-  // is collected before anything is re-replicated.
-  if (hasLease_) {
-    for (size_t i = 0; i < layout_.readerRanks.size(); ++i) {
-      TIDE_RETURN_IF_ERROR(catalog_.release(leased_));
-    }
+  // Every reader holds V now: their leases on older versions go (a joining
+  // engine's too), and what nobody holds is collected before anything is
+  // re-replicated.
+  for (auto it = held_.begin(); it != held_.end() && it->first < version;) {
+    for (uint32_t i = 0; i < it->second; ++i) TIDE_RETURN_IF_ERROR(catalog_.release(it->first));
+    it = held_.erase(it);
   }
-  leased_ = version;
-  hasLease_ = true;
   for (uint64_t v : catalog_.collect()) note("v" + std::to_string(v) + " collected");
   std::vector<RepairCopy> out;
   for (uint32_t node : lost) {
@@ -122,9 +210,9 @@ Result<std::vector<RepairCopy>> StoreCoordinator::afterRead(uint64_t version) {
     note("node " + std::to_string(node) + " lost (reported by readers of v" +
          std::to_string(version) + ")");
   }
-  if (lost.empty()) return out;
+  // Also after a node lost while importing: older versions held replicas there.
   for (const auto& [v, s] : catalog_.snapshots()) {
-    if (s.state == SnapshotState::kDegraded || s.state == SnapshotState::kLost) {
+    if (!lost.empty() && (s.state == SnapshotState::kDegraded || s.state == SnapshotState::kLost)) {
       note("v" + std::to_string(v) + " " + snapshotStateName(s.state));
     }
   }

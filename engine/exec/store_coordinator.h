@@ -30,8 +30,19 @@ class StoreCoordinator {
 
   // Gathers the writers' hashes, places version V, publishes the placement.
   Status place(uint64_t version);
-  // Gathers the writers' "stored" reports, commits V, publishes the commit record.
+  // Gathers the writers' "stored" reports of one attempt and publishes its
+  // outcome: true when every replica is stored. A node that failed a writer
+  // is marked lost and V is placed again on the live nodes (false: the
+  // writers retry); when it cannot be (too few live nodes), V is dropped
+  // from the catalog, and writers and readers are told why.
+  Result<bool> settle(uint64_t version, uint32_t attempt);
+  // Commits V (every replica stored) and publishes the commit record.
   Status commit(uint64_t version);
+  // Joining inference ranks: they read no version up to `step`.
+  void setJoin(int step, std::vector<int> ranks);
+  // After the join step: leases the newest readable version to each joining
+  // rank and publishes it (joinKey()); released once they read the next one.
+  Status grantJoin(size_t ranks);
   // Gathers the readers' reports: moves their leases from V-1 to V,
   // collects versions nobody holds, marks lost nodes and returns the copies
   // that restore R replicas of every snapshot still kept.
@@ -43,6 +54,9 @@ class StoreCoordinator {
 
  private:
   Status writeCatalog() const;
+  Status placeAttempt(uint64_t version, uint32_t attempt);
+  Result<bool> gatherStored(uint64_t version, uint32_t attempt);
+  bool reads(int rank, uint64_t version) const;
   void note(const std::string& event);
 
   const StoreLayout& layout_;
@@ -51,9 +65,11 @@ class StoreCoordinator {
   std::string catalogJson_;
   sync::store::SnapshotCatalog catalog_;
   std::map<std::pair<int, uint32_t>, uint64_t> groups_;  // of the version being imported
+  std::vector<uint64_t> importBytes_, importHashes_;     // its fragments
   std::vector<std::string> events_;                      // state changes, for `tide store`
-  uint64_t leased_ = 0;                                  // version the readers hold a lease on
-  bool hasLease_ = false;
+  std::map<uint64_t, uint32_t> held_;                    // leases held for readers, per version
+  int joinStep_ = -1;
+  std::vector<int> joinRanks_;
   uint64_t failovers_ = 0, repairedBytes_ = 0;
 };
 

@@ -100,6 +100,14 @@ uint64_t StoreLayout::bytesOf(uint32_t f) const {
   return std::min(fragmentBytes, sliceBytes[writerOfFragment(f)] - off);
 }
 
+std::string placeKey(uint64_t version, uint32_t attempt) {
+  return storeKey(version, "place/a" + std::to_string(attempt));
+}
+
+std::string joinKey() {
+  return "store/join";
+}
+
 std::string storeKey(uint64_t version, const std::string& what) {
   return "store/v" + std::to_string(version) + "/" + what;
 }

@@ -72,5 +72,9 @@ Result<CommitRecord> decodeCommit(const std::string& text, uint32_t fragments);
 
 // Keys of version V's records.
 std::string storeKey(uint64_t version, const std::string& what);
+// Where attempt `attempt` of importing version V places its fragments.
+std::string placeKey(uint64_t version, uint32_t attempt);
+// The version the coordinator leased to a joining engine.
+std::string joinKey();
 
 }  // namespace tide::exec

@@ -102,6 +102,18 @@ Result<std::unique_ptr<StorePath>> StorePath::create(const plan::TransferPlan& p
   if (p->rank_ == 0) {
     p->coordinator_ = std::make_unique<StoreCoordinator>(p->layout_, store, options.timeoutSeconds,
                                                          options.catalogJson);
+    std::vector<int> joiners;
+    for (int r : l.readerRanks) {
+      if (p->isJoiner(r)) joiners.push_back(r);
+    }
+    if (options.joinStep >= 0 && joiners.size() != options.joinRanks.size()) {
+      return TIDE_ERROR(Code::kInvalidArgument, "store: a joining rank is no inference rank");
+    }
+    if (options.joinStep >= 0 && joiners.size() == l.readerRanks.size()) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "store: a join needs inference ranks that do not join");
+    }
+    p->coordinator_->setJoin(options.joinStep, joiners);
   }
   return p;
 }
@@ -206,10 +218,13 @@ Status StorePath::step(uint64_t version, const Buffers& buffers, StoreCounters& 
     TIDE_RETURN_IF_ERROR(publishHashes(version, buffers));
   }
   if (coordinator_) TIDE_RETURN_IF_ERROR(coordinator_->place(version));
-  if (writer_ >= 0) TIDE_RETURN_IF_ERROR(writeFragments(version, counters));
+  if (options_.loseDuringImport) TIDE_RETURN_IF_ERROR(dropSegmentIfAsked(version));
+  if (writer_ >= 0 || coordinator_) TIDE_RETURN_IF_ERROR(importVersion(version, counters));
   if (coordinator_) TIDE_RETURN_IF_ERROR(coordinator_->commit(version));
-  TIDE_RETURN_IF_ERROR(dropSegmentIfAsked(version));
-  if (!units_.empty()) TIDE_RETURN_IF_ERROR(readStep(version, buffers, counters));
+  if (!options_.loseDuringImport) TIDE_RETURN_IF_ERROR(dropSegmentIfAsked(version));
+  if (!units_.empty() && reads(rank_, version)) {
+    TIDE_RETURN_IF_ERROR(readStep(version, buffers, counters));
+  }
   if (!coordinator_) return Status::ok();
   TIDE_ASSIGN_OR_RETURN(auto copies, coordinator_->afterRead(version));
   if (!copies.empty()) {
@@ -244,7 +259,9 @@ Status StorePath::step(uint64_t version, const Buffers& buffers, StoreCounters& 
     localBase_.erase(region.id);
     TIDE_RETURN_IF_ERROR(st.withContext("store: re-replication"));
   }
-  return coordinator_->finish(version, copies);
+  TIDE_RETURN_IF_ERROR(coordinator_->finish(version, copies));
+  if (static_cast<int64_t>(version) != options_.joinStep) return Status::ok();
+  return coordinator_->grantJoin(options_.joinRanks.size());
 }
 
 Status StorePath::dropSegmentIfAsked(uint64_t version) {
@@ -257,8 +274,11 @@ Status StorePath::dropSegmentIfAsked(uint64_t version) {
                       "store: no node " + std::to_string(node) + " to lose");
   }
   if (layout_.hostOf(node) != rank_) return Status::ok();
-  // After the commit, before anyone reads: the node dies mid-update.
-  TIDE_RETURN_IF_ERROR(store_.get(storeKey(version, "commit"), options_.timeoutSeconds).status());
+  // The node dies mid-update: once placed, before the trainers write, or
+  // after the commit, before anyone reads.
+  const std::string after =
+      options_.loseDuringImport ? placeKey(version, 0) : storeKey(version, "commit");
+  TIDE_RETURN_IF_ERROR(store_.get(after, options_.timeoutSeconds).status());
   if (segmentRegistered_) {
     TIDE_RETURN_IF_ERROR(transport_.deregisterRegion(segmentId_));
     segmentRegistered_ = false;
@@ -286,11 +306,52 @@ Status StorePath::publishHashes(uint64_t version, const Buffers& buffers) {
   return store_.set(storeKey(version, "hashes/w" + std::to_string(writer_)), encodeHashes(h));
 }
 
-Status StorePath::writeFragments(uint64_t version, StoreCounters& counters) {
+// Writers write their fragments where the coordinator placed them and
+// report; a node that failed is reported and the coordinator places the
+// version again without it, until every replica is stored (or it tells why not).
+Status StorePath::importVersion(uint64_t version, StoreCounters& counters) {
+  if (writer_ >= 0 && options_.loseDuringImport && static_cast<int>(version) == options_.loseStep) {
+    TIDE_RETURN_IF_ERROR(
+        store_.get(storeKey(version, "node-dropped"), options_.timeoutSeconds).status());
+  }
+  const std::string w = "/w" + std::to_string(writer_);
+  for (uint32_t attempt = 0;; ++attempt) {
+    const std::string a = "/a" + std::to_string(attempt);
+    if (writer_ >= 0) {
+      std::set<uint32_t> failed;
+      Status st = writeAttempt(version, attempt, counters, failed);
+      if (!st.isOk()) {  // the coordinator stops waiting for this writer
+        (void)store_.set(storeKey(version, "stored" + w + a), "error " + st.toString());
+        return st;
+      }
+      std::string report = "ok";
+      if (!failed.empty()) {
+        report = "lost " + std::to_string(failed.size());
+        for (uint32_t n : failed) report += " " + std::to_string(n);
+      }
+      TIDE_RETURN_IF_ERROR(store_.set(storeKey(version, "stored" + w + a), report));
+    }
+    if (coordinator_) {
+      TIDE_ASSIGN_OR_RETURN(bool done, coordinator_->settle(version, attempt));
+      if (done) return Status::ok();
+      continue;
+    }
+    TIDE_ASSIGN_OR_RETURN(std::string outcome,
+                          store_.get(storeKey(version, "outcome" + a), options_.timeoutSeconds));
+    if (outcome == "commit") return Status::ok();
+    if (outcome != "retry") {
+      return TIDE_ERROR(Code::kUnavailable, "store: version " + std::to_string(version) +
+                                                " was not stored: " + outcome);
+    }
+  }
+}
+
+Status StorePath::writeAttempt(uint64_t version, uint32_t attempt, StoreCounters& counters,
+                               std::set<uint32_t>& failed) {
   const StoreLayout& l = layout_;
   const uint32_t first = l.fragBase[writer_], last = l.fragBase[writer_ + 1];
   TIDE_ASSIGN_OR_RETURN(std::string text,
-                        store_.get(storeKey(version, "place"), options_.timeoutSeconds));
+                        store_.get(placeKey(version, attempt), options_.timeoutSeconds));
   TIDE_ASSIGN_OR_RETURN(Placement p, decodePlacement(text, l.fragments()));
   std::vector<transport::Request> reqs;
   for (uint32_t f = first; f < last; ++f) {
@@ -308,19 +369,53 @@ Status StorePath::writeFragments(uint64_t version, StoreCounters& counters) {
       counters.bytesWritten += q.length;
     }
   }
-  counters.sliceBytes += l.sliceBytes[writer_];
-  Status st = runOnNodes(reqs, nullptr);
-  TIDE_RETURN_IF_ERROR(store_.set(storeKey(version, "stored/w" + std::to_string(writer_)),
-                                  st.isOk() ? "ok" : st.toString()));
-  return st;
+  if (attempt == 0) counters.sliceBytes += l.sliceBytes[writer_];
+  return runOnNodes(reqs, &failed);
+}
+
+bool StorePath::isJoiner(int rank) const {
+  return options_.joinStep >= 0 && std::find(options_.joinRanks.begin(), options_.joinRanks.end(),
+                                             rank) != options_.joinRanks.end();
+}
+
+bool StorePath::reads(int rank, uint64_t version) const {
+  return !isJoiner(rank) || static_cast<int64_t>(version) > options_.joinStep;
+}
+
+Result<uint64_t> StorePath::join(const Buffers& buffers, StoreCounters& counters) {
+  auto got = store_.get(joinKey(), options_.timeoutSeconds);
+  if (!got.isOk()) return got.status().withContext("store: no lease granted to the joining engine");
+  uint64_t version = 0;
+  try {
+    version = std::stoull(*got);
+  } catch (const std::exception&) {
+    return TIDE_ERROR(Code::kDataLoss, "store: bad join record '" + *got + "'");
+  }
+  TIDE_ASSIGN_OR_RETURN(auto found, readVersion(version, buffers, counters));
+  // Nodes it found gone are reported with its first update's reads.
+  (void)found;
+  return version;
 }
 
 Status StorePath::readStep(uint64_t version, const Buffers& buffers, StoreCounters& counters) {
+  TIDE_ASSIGN_OR_RETURN(auto found, readVersion(version, buffers, counters));
+  std::string report = "lost " + std::to_string(found.size());
+  for (uint32_t n : found) report += " " + std::to_string(n);
+  reported_.insert(found.begin(), found.end());
+  return store_.set(storeKey(version, "read/r" + std::to_string(rank_)), report);
+}
+
+Result<std::vector<uint32_t>> StorePath::readVersion(uint64_t version, const Buffers& buffers,
+                                                     StoreCounters& counters) {
   const StoreLayout& l = layout_;
   auto got = store_.get(storeKey(version, "commit"), options_.timeoutSeconds);
   if (!got.isOk()) {
     return got.status().withContext("store: version " + std::to_string(version) +
                                     " was not committed");
+  }
+  if (got->rfind("abort:", 0) == 0) {
+    return TIDE_ERROR(Code::kUnavailable, "store: version " + std::to_string(version) +
+                                              " was not stored (" + got->substr(7) + ")");
   }
   TIDE_ASSIGN_OR_RETURN(CommitRecord c, decodeCommit(*got, l.fragments()));
   if (XXH3_64bits(c.manifest.data(), c.manifest.size()) != c.manifestHash) {
@@ -406,10 +501,7 @@ Status StorePath::readStep(uint64_t version, const Buffers& buffers, StoreCounte
   for (const Piece& pc : pieces_) {
     std::memcpy(dst + pc.dstOffset, shadow_.get() + pc.dstOffset, pc.bytes);
   }
-  std::string report = "lost " + std::to_string(found.size());
-  for (uint32_t n : found) report += " " + std::to_string(n);
-  reported_.insert(found.begin(), found.end());
-  return store_.set(storeKey(version, "read/r" + std::to_string(rank_)), report);
+  return found;
 }
 
 }  // namespace tide::exec

@@ -58,7 +58,16 @@ struct StorePathOptions {
   // drops its segment, as a store process that died would.
   int loseNode = -1;
   int loseStep = 0;
+  // ... or once version `loseStep` is placed, before the trainers write it:
+  // the import is placed again without the node (store_coordinator.h).
+  bool loseDuringImport = false;
   std::string catalogJson;  // coordinator: the catalog after each version goes here
+  // Elastic join (`tide sync --join-engine-at-step`): these inference ranks
+  // start empty and sit out versions 0..joinStep; the coordinator then
+  // leases them the READY version and they pull it (join()) while the
+  // others go on with the next update, in which they take part.
+  int joinStep = -1;
+  std::vector<int> joinRanks;
 };
 
 struct StoreCounters {
@@ -90,6 +99,16 @@ class StorePath {
   // already). On error an inference shard still holds its previous version.
   Status step(uint64_t version, const Buffers& buffers, StoreCounters& counters);
 
+  // A joining rank, at its first update: waits for the lease the
+  // coordinator grants on the current READY version and reads its shard of
+  // it into buffers[kInfer], checked like an update. Returns the version.
+  Result<uint64_t> join(const Buffers& buffers, StoreCounters& counters);
+  // Whether `rank` reads version `version` (joining ranks skip the early ones).
+  bool reads(int rank, uint64_t version) const;
+  bool joinsAt(uint64_t version) const {
+    return isJoiner(rank_) && static_cast<int64_t>(version) == options_.joinStep + 1;
+  }
+
   uint64_t shadowBytes() const { return shadowBytes_; }
   uint64_t segmentBytes() const { return options_.segmentBytes; }
 
@@ -110,9 +129,16 @@ class StorePath {
       : transport_(transport), store_(store), options_(std::move(options)) {}
   Status setupSegments();
   Status publishHashes(uint64_t version, const Buffers& buffers);
-  Status writeFragments(uint64_t version, StoreCounters& counters);
+  Status importVersion(uint64_t version, StoreCounters& counters);
+  Status writeAttempt(uint64_t version, uint32_t attempt, StoreCounters& counters,
+                      std::set<uint32_t>& failed);
   Status copyLocal(const std::vector<transport::Request>& reqs);
   Status readStep(uint64_t version, const Buffers& buffers, StoreCounters& counters);
+  // Reads and checks this rank's runs of `version`, then copies them into
+  // the shard; returns the nodes found gone that were not reported yet.
+  Result<std::vector<uint32_t>> readVersion(uint64_t version, const Buffers& buffers,
+                                            StoreCounters& counters);
+  bool isJoiner(int rank) const;
   Status dropSegmentIfAsked(uint64_t version);
   Status runOnNodes(std::vector<transport::Request>& reqs, std::set<uint32_t>* failedNodes);
   Result<uint32_t> nodeOfRequest(const transport::Request& r) const;

@@ -178,6 +178,17 @@ Status SnapshotCatalog::commit(uint64_t version) {
   return Status::ok();
 }
 
+Status SnapshotCatalog::abortImport(uint64_t version) {
+  TIDE_ASSIGN_OR_RETURN(Snapshot * s, find(version));
+  if (s->state != SnapshotState::kImporting) {
+    return TIDE_ERROR(Code::kFailedPrecondition,
+                      "store: version " + std::to_string(version) + " is committed");
+  }
+  for (const Fragment& f : s->fragments) unplace(f);
+  snapshots_.erase(version);
+  return Status::ok();
+}
+
 void SnapshotCatalog::refreshState(Snapshot& s) const {
   if (s.state == SnapshotState::kImporting) return;
   bool degraded = false;

@@ -65,6 +65,9 @@ class SnapshotCatalog {
                                       const std::vector<uint64_t>& hashes);
   Status stored(uint64_t version, uint32_t fragment, uint32_t node);
   Status commit(uint64_t version);
+  // Drops a version still importing (its placement is freed); kNotFound /
+  // kFailedPrecondition for one that does not exist or was committed.
+  Status abortImport(uint64_t version);
   Status nodeLost(uint32_t node);
   Result<std::vector<Repair>> repairs(uint64_t version);
 

@@ -1,0 +1,348 @@
+// The asynchronous update with a version switch and the elastic join, on
+// the real executor (ranks as threads, tcp on loopback): generation keeps
+// reading complete versions while updates land in a shadow copy, the pause
+// is the swap; a fault in the background leaves the live version serving;
+// an engine that joins after step k pulls the READY version under a lease
+// and takes part in later steps; a store node lost while a version is
+// imported is placed around (or the version is dropped, cleanly).
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "engine/core/clock.h"
+#include "engine/exec/sync_run.h"
+#include "engine/exec/version_switch.h"
+#include "tests/engine/exec/plan_fixture.h"
+#include "tests/engine/exec/temp_dir.h"
+#include "tests/fakes/faulty_transport.h"
+#include "tests/sanitizers.h"
+#include "workloads/weights.h"
+
+namespace tide::exec {
+namespace {
+
+using tide::testing::kTimeScale;
+
+transport::TransportConfig tcp() {
+  transport::TransportConfig c;
+  c.backend = "tcp";
+  c.streams = 1;
+  return c;
+}
+
+nlohmann::json readJson(const std::string& path) {
+  std::ifstream f(path);
+  return nlohmann::json::parse(f);
+}
+
+bool hasEvent(const nlohmann::json& catalog, const std::string& e) {
+  for (const auto& x : catalog.at("events")) {
+    if (x.get<std::string>() == e) return true;
+  }
+  return false;
+}
+
+// Writes `byte` over `buf` slowly, in 64 pieces, so generation passes land mid-write.
+void slowFill(uint8_t* buf, uint64_t bytes, uint8_t byte) {
+  const uint64_t piece = bytes / 64;
+  for (uint64_t at = 0; at < bytes; at += piece) {
+    std::memset(buf + at, byte, std::min(piece, bytes - at));
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+TEST(VersionSwitch, GenerationReadsOnlyCompleteVersionsAcrossSwitches) {
+  constexpr uint64_t kBytes = 1 << 20;
+  std::vector<uint8_t> a(kBytes, 0), b(kBytes, 0);
+  VersionSwitch sw(a.data(), b.data(), kBytes, 0);
+  sw.startGeneration(0);
+  for (int v = 1; v <= 4; ++v) {
+    sw.beginUpdate();
+    slowFill(sw.shadow(), kBytes, static_cast<uint8_t>(v));
+    const double pause = sw.switchTo(v);
+    EXPECT_LT(pause, 0.01 * kTimeScale) << "the pause is one index swap";
+    EXPECT_EQ(sw.serving().version, v);
+  }
+  // A failed update: the shadow is half written, the live copy serves on.
+  sw.beginUpdate();
+  std::memset(sw.shadow(), 0xEE, kBytes / 2);
+  sw.abortUpdate();
+  EXPECT_EQ(sw.serving().version, 4);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const GenerationStats g = sw.takeStats();
+  EXPECT_EQ(g.torn, 0u);
+  EXPECT_GT(g.readsDuringUpdate, 0u) << "generation went on during the updates";
+  EXPECT_TRUE(g.versions.count(0) && g.versions.count(4));
+  EXPECT_EQ(sw.live()[0], 4);
+}
+
+// The check can fail: an update written into the live copy (in place) is
+// seen torn by generation.
+TEST(VersionSwitch, InPlaceWritesAreSeenTorn) {
+  constexpr uint64_t kBytes = 1 << 20;
+  std::vector<uint8_t> a(kBytes, 0), b(kBytes, 0);
+  VersionSwitch sw(a.data(), b.data(), kBytes, 0);
+  sw.startGeneration(0);
+  slowFill(sw.live(), kBytes, 7);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_GT(sw.takeStats().torn, 0u);
+}
+
+RankRunOptions switchOptions(UpdateMode mode, int steps, double timeoutSeconds) {
+  RankRunOptions o;
+  o.steps = steps;
+  o.exec.mode = mode;
+  o.exec.timeoutSeconds = timeoutSeconds;
+  o.exec.shadowSwitch = true;
+  o.exec.generationIntervalSeconds = 0;
+  o.exec.store.replicas = 2;
+  o.exec.store.fragmentBytes = 16 * 1024;
+  return o;
+}
+
+uint64_t inferBytes(const PlanFixture& s) {
+  auto layouts = orThrow(RankLayout::buildAll(s.plan));
+  uint64_t n = 0;
+  for (const auto& l : layouts) n += l.spaceBytes(plan::Space::kInfer);
+  return n;
+}
+
+// Batches take >= 20 ms, so every update is in flight long enough for generation to read.
+std::unique_ptr<transport::Transport> slow(std::unique_ptr<transport::Transport> t, int) {
+  transport::fakes::FaultPlan f;
+  f.delaySeconds = 0.02;
+  return std::make_unique<transport::fakes::FaultyTransport>(std::move(t), f);
+}
+
+void expectSwitches(const ExecReport& r, const std::vector<StepStats>& stats,
+                    const PlanFixture& s) {
+  ASSERT_EQ(r.switches.size(), stats.size());
+  EXPECT_EQ(r.shadowBytes, inferBytes(s));
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const SwitchStep& sw = r.switches[i];
+    EXPECT_EQ(sw.step, stats[i].step);
+    EXPECT_EQ(sw.tornReads, 0u);
+    EXPECT_GT(sw.readsDuringUpdate, 0u) << "step " << sw.step;
+    EXPECT_GT(sw.pauseSeconds, 0.0);
+    EXPECT_LT(sw.pauseSeconds, stats[i].seconds / 10) << "step " << sw.step;
+  }
+}
+
+void fullUpdatesThroughTheShadow(const char* strategy) {
+  PlanFixture s(strategy, 64 * 1024);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 3);
+  ExecReport report;
+  RankRunOptions o = switchOptions(UpdateMode::kFull, 3, 30 * kTimeScale);
+  o.exec.report = &report;
+  o.wrapTransport = slow;
+  auto stats = orThrow(runThreads(s.plan, w, tcp(), o, nullptr));
+  expectSwitches(report, stats, s);
+}
+
+TEST(ShadowSwitch, P2pUpdatesLandInTheShadowWhileGenerationReads) {
+  fullUpdatesThroughTheShadow("p2p");
+}
+
+TEST(ShadowSwitch, BroadcastUpdatesLandInTheShadowWhileGenerationReads) {
+  fullUpdatesThroughTheShadow("broadcast");
+}
+
+TEST(ShadowSwitch, StoreUpdatesLandInTheShadowWhileGenerationReads) {
+  PlanFixture s("p2p", 64 * 1024);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 3);
+  ExecReport report;
+  RankRunOptions o = switchOptions(UpdateMode::kStore, 3, 30 * kTimeScale);
+  o.exec.report = &report;
+  o.wrapTransport = slow;
+  auto stats = orThrow(runThreads(s.plan, w, tcp(), o, nullptr));
+  expectSwitches(report, stats, s);
+}
+
+TEST(ShadowSwitch, DeltaUpdatesAreRefused) {
+  PlanFixture s("p2p", 64 * 1024);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
+  auto r = runThreads(s.plan, w, tcp(), switchOptions(UpdateMode::kSparse, 1, 5), nullptr);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("switch: a shadow copy takes"), std::string::npos)
+      << r.status().toString();
+}
+
+struct RankOutcome {
+  Status step = Status::ok();
+  ServedVersion served;
+  bool intact = false;  // the live copy holds version 0
+  uint64_t requestsAfterSetup = 0;
+};
+
+// Every rank as a thread: setup, then update 1, with faults on one rank.
+std::vector<RankOutcome> oneUpdate(const PlanFixture& s, const workloads::SyntheticWeights& w,
+                                   const ExecOptions& eo, int faultyRank,
+                                   transport::fakes::FaultPlan fault) {
+  auto layouts = orThrow(RankLayout::buildAll(s.plan));
+  const int world = static_cast<int>(s.plan.ranks.size());
+  MemoryStore store;
+  std::vector<RankOutcome> out(world);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      transport::TransportConfig c = tcp();
+      c.rank = r;
+      c.worldSize = world;
+      PrefixStore ts(store, "transport/");
+      c.store = &ts;
+      auto t = orThrow(transport::createTransport(c));
+      transport::fakes::FaultyTransport* faulty = nullptr;
+      if (r == faultyRank) {
+        faulty = new transport::fakes::FaultyTransport(std::move(t), fault);
+        t.reset(faulty);
+      }
+      PrefixStore es(store, "exec/");
+      auto ex = orThrow(RankExecutor::create(s.plan, layouts, w, *t, es, eo));
+      if (faulty) out[r].requestsAfterSetup = faulty->requestsSeen();
+      out[r].step = ex->runStep(1, nullptr).status();
+      out[r].served = ex->serving();
+      out[r].intact = ex->checkVersion(0).isOk();
+      (void)storeBarrier(es, "test-end", world, 4 * eo.timeoutSeconds);
+    });
+  }
+  for (auto& th : threads) th.join();
+  return out;
+}
+
+// A torn read in the background (store, switch): the update fails and
+// every inference rank still serves version 0, which it holds intact.
+TEST(ShadowSwitch, AFaultDuringTheBackgroundTransferLeavesTheLiveVersion) {
+  PlanFixture s("p2p", 64 * 1024);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
+  ExecOptions eo = switchOptions(UpdateMode::kStore, 1, 5 * kTimeScale).exec;
+  int reader = -1;
+  for (size_t r = 0; r < s.plan.ranks.size() && reader < 0; ++r) {
+    if (s.plan.ranks[r].role != plan::Role::kTrainer) reader = static_cast<int>(r);
+  }
+  ASSERT_GE(reader, 0);
+  // A clean run tells how many requests the reader makes before update 1.
+  auto clean = oneUpdate(s, w, eo, reader, {});
+  for (const auto& o : clean) ASSERT_TRUE(o.step.isOk()) << o.step.toString();
+  EXPECT_EQ(clean[reader].served.version, 1);
+  transport::fakes::FaultPlan f;
+  f.corruptRequest = clean[reader].requestsAfterSetup + 1;
+  auto torn = oneUpdate(s, w, eo, reader, f);
+  EXPECT_EQ(torn[reader].step.code(), Code::kDataLoss) << torn[reader].step.toString();
+  for (size_t r = 0; r < torn.size(); ++r) {
+    if (s.plan.ranks[r].role == plan::Role::kTrainer) continue;
+    EXPECT_FALSE(torn[r].step.isOk()) << r;
+    EXPECT_EQ(torn[r].served.version, 0) << "rank " << r << " switched after a failed update";
+    EXPECT_TRUE(torn[r].intact) << "rank " << r << " live copy changed";
+  }
+}
+
+std::vector<int> lastEngine(const PlanFixture& s) {
+  std::vector<int> readers;
+  for (size_t r = 0; r < s.plan.ranks.size(); ++r) {
+    if (s.plan.ranks[r].role != plan::Role::kTrainer) readers.push_back(static_cast<int>(r));
+  }
+  return {readers.end() - s.infer.tp, readers.end()};
+}
+
+void elasticJoin(bool shadow) {
+  PlanFixture s("p2p", 64 * 1024);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 4);
+  TempDir dir;
+  ExecReport report;
+  RankRunOptions o = switchOptions(UpdateMode::kStore, 4, 30 * kTimeScale);
+  o.exec.shadowSwitch = shadow;
+  o.exec.poisonTargets = true;
+  o.exec.report = &report;
+  o.exec.store.joinStep = 2;
+  o.exec.store.joinRanks = lastEngine(s);
+  o.exec.store.catalogJson = dir.path + "/catalog.json";
+  auto stats = orThrow(runThreads(s.plan, w, tcp(), o, nullptr));
+  ASSERT_EQ(stats.size(), 4u);
+  const JoinRecord& j = report.join;
+  EXPECT_EQ(j.step, 3);
+  EXPECT_EQ(j.version, 2) << "the READY version when it joined";
+  EXPECT_EQ(j.ranks, o.exec.store.joinRanks);
+  EXPECT_GT(j.seconds, 0.0);
+  auto layouts = orThrow(RankLayout::buildAll(s.plan));
+  uint64_t shard = 0;
+  for (int r : j.ranks) shard += layouts[r].spaceBytes(plan::Space::kInfer);
+  EXPECT_EQ(j.bytes, shard);
+  // Before the join its ranks read nothing; from step 3 on, everything.
+  EXPECT_LT(stats[1].bytesRead, stats[2].bytesRead);
+  EXPECT_EQ(stats[2].bytesRead, stats[3].bytesRead);
+  const auto c = readJson(o.exec.store.catalogJson);
+  std::string who;
+  for (int r : j.ranks) who += " " + std::to_string(r);
+  EXPECT_TRUE(hasEvent(c, "v2 leased to a joining engine (ranks" + who + ")")) << c.at("events");
+  ASSERT_EQ(c.at("snapshots").size(), 1u) << "v2 collected once the joiners read v3";
+  EXPECT_EQ(c.at("snapshots")[0].at("version"), 4);
+  if (shadow) {
+    ASSERT_EQ(report.switches.size(), 4u);
+    for (const auto& sw : report.switches) EXPECT_EQ(sw.tornReads, 0u);
+  }
+}
+
+TEST(ElasticJoin, AnEngineJoinsAfterStepTwoFromTheStore) {
+  elasticJoin(false);
+}
+
+TEST(ElasticJoin, AnEngineJoinsWithTheVersionSwitch) {
+  elasticJoin(true);
+}
+
+TEST(StoreImport, ANodeLostWhileImportingIsPlacedAround) {
+  PlanFixture s("p2p", 64 * 1024);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 2);
+  TempDir dir;
+  RankRunOptions o = switchOptions(UpdateMode::kStore, 2, 20 * kTimeScale);
+  o.exec.shadowSwitch = false;
+  o.exec.poisonTargets = true;
+  o.exec.store.catalogJson = dir.path + "/catalog.json";
+  o.exec.store.loseNode = 1;
+  o.exec.store.loseStep = 1;
+  o.exec.store.loseDuringImport = true;
+  auto stats = runThreads(s.plan, w, tcp(), o, nullptr);
+  ASSERT_TRUE(stats.isOk()) << stats.status().toString();
+  const auto c = readJson(o.exec.store.catalogJson);
+  EXPECT_FALSE(c.at("live")[1].get<bool>());
+  EXPECT_TRUE(hasEvent(c, "node 1 lost (while importing v1)")) << c.at("events");
+  EXPECT_TRUE(hasEvent(c, "v1 IMPORTING (placed again, attempt 1)")) << c.at("events");
+  EXPECT_TRUE(hasEvent(c, "v0 DEGRADED")) << c.at("events");
+  const auto& snap = c.at("snapshots").back();
+  EXPECT_EQ(snap.at("version"), 2);
+  EXPECT_EQ(snap.at("state"), "READY");
+  for (const auto& f : snap.at("fragments")) {
+    for (const auto& r : f.at("replicas")) EXPECT_NE(r.at("node"), 1) << "placed on a lost node";
+  }
+}
+
+TEST(StoreImport, ANodeLostWithNoRoomLeftDropsTheVersionCleanly) {
+  PlanFixture s("p2p", 64 * 1024);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
+  TempDir dir;
+  RankRunOptions o = switchOptions(UpdateMode::kStore, 1, 10 * kTimeScale);
+  o.exec.shadowSwitch = false;
+  o.exec.store.nodes = 2;  // two replicas on two nodes: none to spare
+  o.exec.store.catalogJson = dir.path + "/catalog.json";
+  o.exec.store.loseNode = 1;
+  o.exec.store.loseStep = 1;
+  o.exec.store.loseDuringImport = true;
+  Stopwatch sw;
+  auto r = runThreads(s.plan, w, tcp(), o, nullptr);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_LT(sw.seconds(), o.exec.timeoutSeconds) << "readers are told, they do not time out";
+  EXPECT_NE(r.status().message().find("was not stored"), std::string::npos)
+      << r.status().toString();
+  const auto c = readJson(o.exec.store.catalogJson);
+  ASSERT_EQ(c.at("snapshots").size(), 1u) << c.dump(1);
+  EXPECT_EQ(c.at("snapshots")[0].at("version"), 0);
+  EXPECT_EQ(c.at("snapshots")[0].at("state"), "DEGRADED");
+  EXPECT_FALSE(c.at("live")[1].get<bool>());
+}
+
+}  // namespace
+}  // namespace tide::exec
