@@ -52,6 +52,9 @@ struct SyncArgs {
   // store: nodes, replicas, fragment size, catalog file
   exec::StorePathOptions store;
   std::string storeFragment = "4MiB";
+  std::string storeLoseWhen = "read";  // the lost node: after the commit, or while importing
+  std::string switchMode = "inplace";  // inplace | shadow (version_switch.h)
+  int joinAtStep = -1;                 // store: the last engine joins after this step
 };
 
 std::atomic<bool> gInterrupted{false};
@@ -129,6 +132,33 @@ Result<Prepared> prepare(const SyncArgs& a) {
                             std::to_string(sl.nodes) + " store nodes");
     }
   }
+  if (a.switchMode != "inplace" && a.switchMode != "shadow") {
+    return TIDE_ERROR(Code::kInvalidArgument, "--switch must be inplace or shadow");
+  }
+  if (a.switchMode == "shadow" && p.mode != exec::UpdateMode::kStore &&
+      p.mode != exec::UpdateMode::kFull) {
+    return TIDE_ERROR(
+        Code::kInvalidArgument,
+        "--switch shadow takes full updates or the store, not --sparse or disk-delta");
+  }
+  if (a.storeLoseWhen != "read" && a.storeLoseWhen != "import") {
+    return TIDE_ERROR(Code::kInvalidArgument, "--store-lose-when must be read or import");
+  }
+  if (a.joinAtStep >= 0) {
+    if (p.mode != exec::UpdateMode::kStore) {
+      return TIDE_ERROR(Code::kInvalidArgument, "--join-engine-at-step is for --strategy store");
+    }
+    if (a.joinAtStep >= a.steps) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "--join-engine-at-step must be below --steps (the engine takes part in "
+                        "the updates after it)");
+    }
+    if (w.infer.engines < 2) {
+      return TIDE_ERROR(
+          Code::kInvalidArgument,
+          "--join-engine-at-step needs --infer engines >= 2 (one joins, the others run)");
+    }
+  }
   p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
   TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, boundCluster(w.cluster)));
   return p;
@@ -142,6 +172,19 @@ exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
   o.exec.store = a.store;
   if (auto f = parseSize(a.storeFragment); f.isOk()) o.exec.store.fragmentBytes = *f;
   o.exec.store.loseStep = 1;
+  o.exec.store.loseDuringImport = a.storeLoseWhen == "import";
+  o.exec.shadowSwitch = a.switchMode == "shadow";
+  if (a.joinAtStep >= 0) {
+    // The last engine's ranks: the last tp inference ranks.
+    std::vector<int> readers;
+    for (const auto& r : p.plan.ranks) {
+      if (r.role != plan::Role::kTrainer) readers.push_back(static_cast<int>(r.id));
+    }
+    const size_t tp = static_cast<size_t>(p.w->infer.tp);
+    o.exec.store.joinStep = a.joinAtStep;
+    o.exec.store.joinRanks.assign(
+        readers.end() - static_cast<std::ptrdiff_t>(std::min(tp, readers.size())), readers.end());
+  }
   o.steps = a.steps;
   o.exec.timeoutSeconds = a.timeout;
   o.exec.poisonTargets = a.poison;
@@ -168,8 +211,63 @@ Status writeEvents(const SyncArgs& a, const std::vector<traces::Event>& events) 
   return Status::ok();
 }
 
+// The version switch and the join, in the JSON and the summary.
+void reportSwitchAndJoin(const SyncArgs& a, const std::vector<exec::StepStats>& steps,
+                         const exec::ExecReport& r, nlohmann::json& j) {
+  if (a.switchMode == "shadow") {
+    nlohmann::json arr = nlohmann::json::array();
+    std::vector<double> pauses;
+    uint64_t reads = 0, during = 0, torn = 0;
+    for (size_t i = 0; i < r.switches.size(); ++i) {
+      const auto& s = r.switches[i];
+      const double transfer = i < steps.size() ? steps[i].seconds : 0.0;
+      arr.push_back({{"step", s.step},
+                     {"pause_us", s.pauseSeconds * 1e6},
+                     {"skew_us", s.skewSeconds * 1e6},
+                     {"transfer_seconds", transfer},
+                     {"generation_reads", s.generationReads},
+                     {"reads_during_update", s.readsDuringUpdate},
+                     {"torn_reads", s.tornReads}});
+      pauses.push_back(s.pauseSeconds);
+      reads += s.generationReads;
+      during += s.readsDuringUpdate;
+      torn += s.tornReads;
+    }
+    std::sort(pauses.begin(), pauses.end());
+    const double median = pauses.empty() ? 0.0 : pauses[pauses.size() / 2];
+    std::vector<double> transfers;
+    for (const auto& s : steps) transfers.push_back(s.seconds);
+    std::sort(transfers.begin(), transfers.end());
+    j["switch"] = {{"mode", "shadow"},
+                   {"shadow_bytes", r.shadowBytes},
+                   {"median_pause_us", median * 1e6},
+                   {"steps", arr}};
+    std::printf(
+        "switch    shadow copy %s (all ranks); pause %.1f us vs %.3f s transfer (medians); "
+        "generation read %llu times (%llu during updates), %llu torn\n",
+        formatBytes(r.shadowBytes).c_str(), median * 1e6,
+        transfers.empty() ? 0.0 : transfers[transfers.size() / 2],
+        static_cast<unsigned long long>(reads), static_cast<unsigned long long>(during),
+        static_cast<unsigned long long>(torn));
+  }
+  if (r.join.step >= 0) {
+    j["join"] = {{"step", r.join.step},
+                 {"version", r.join.version},
+                 {"seconds", r.join.seconds},
+                 {"bytes", r.join.bytes},
+                 {"ranks", r.join.ranks}};
+    std::string ranks;
+    for (int x : r.join.ranks) ranks += " " + std::to_string(x);
+    std::printf(
+        "join      engine (ranks%s) joined at step %d: v%d pulled under a lease, %s in "
+        "%.3f s, bit-exact\n",
+        ranks.c_str(), r.join.step, r.join.version, formatBytes(r.join.bytes).c_str(),
+        r.join.seconds);
+  }
+}
+
 Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::StepStats>& steps,
-              const std::string& mode) {
+              const std::string& mode, const exec::ExecReport& extra) {
   nlohmann::json j;
   j["schema"] = "tide.sync/1";
   j["strategy"] = p.strategy;
@@ -250,6 +348,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
                 formatBytes(full).c_str(), wire ? double(full) / wire : 0.0,
                 elements ? 100.0 * changed / elements : 100.0);
   }
+  reportSwitchAndJoin(a, steps, extra, j);
   std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
               p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
   if (a.json.empty()) return Status::ok();
@@ -283,10 +382,13 @@ std::vector<std::string> workerArgv(const SyncArgs& a) {
   if (o.colocated) v.push_back("--colocated");
   if (a.poison) v.push_back("--poison");
   if (a.sparse) v.push_back("--sparse");
-  for (const std::string& s : {std::string("--store-lose-node"), std::to_string(a.store.loseNode),
-                               std::string("--store-nodes"), std::to_string(a.store.nodes),
-                               std::string("--store-replicas"), std::to_string(a.store.replicas),
-                               std::string("--store-fragment"), a.storeFragment}) {
+  for (const std::string& s :
+       {std::string("--store-lose-node"), std::to_string(a.store.loseNode),
+        std::string("--store-nodes"), std::to_string(a.store.nodes),
+        std::string("--store-replicas"), std::to_string(a.store.replicas),
+        std::string("--store-fragment"), a.storeFragment, std::string("--store-lose-when"),
+        a.storeLoseWhen, std::string("--switch"), a.switchMode,
+        std::string("--join-engine-at-step"), std::to_string(a.joinAtStep)}) {
     v.push_back(s);
   }
   for (auto [flag, val] :
@@ -330,13 +432,15 @@ void runWorker(const SyncArgs& a) {
   workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
   traces::MemoryEventSink events;
   exec::RankRunOptions o = runOptions(a, p);
+  exec::ExecReport extra;
+  o.exec.report = &extra;
   o.gatherEvents = true;
   auto steps = orThrow(
       exec::runRank(p.plan, layouts, weights, *t, execStore, o, env.rank == 0 ? &events : nullptr));
   if (env.rank != 0) return;
   orThrow(writeEvents(a, events.events()));
   const char* prefix = std::getenv(kNetnsEnv);
-  orThrow(report(a, p, steps, prefix ? "processes in network namespaces" : "processes"));
+  orThrow(report(a, p, steps, prefix ? "processes in network namespaces" : "processes", extra));
 }
 
 void runSyncWith(const SyncArgs& a, const Prepared& p);
@@ -373,10 +477,13 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
     workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
     traces::MemoryEventSink events;
     bool wantEvents = !a.events.empty() || !a.trace.empty();
-    auto steps = orThrow(exec::runThreads(p.plan, weights, transportConfig(a), runOptions(a, p),
-                                          wantEvents ? &events : nullptr));
+    exec::RankRunOptions o = runOptions(a, p);
+    exec::ExecReport extra;
+    o.exec.report = &extra;
+    auto steps = orThrow(
+        exec::runThreads(p.plan, weights, transportConfig(a), o, wantEvents ? &events : nullptr));
     orThrow(writeEvents(a, events.events()));
-    orThrow(report(a, p, steps, "threads"));
+    orThrow(report(a, p, steps, "threads", extra));
     return;
   }
   exec::LaunchOptions lo;
@@ -452,6 +559,17 @@ void addSyncCommand(CLI::App& app) {
   cmd->add_option("--store-lose-node", a->store.loseNode,
                   "store, fault injection: this node's segment is dropped after version 1 is "
                   "committed, before it is read");
+  cmd->add_option("--store-lose-when", a->storeLoseWhen,
+                  "store, fault injection: the node is lost after the commit (read) or once "
+                  "version 1 is placed, before the trainers write it (import)")
+      ->capture_default_str();
+  cmd->add_option("--switch", a->switchMode,
+                  "inplace: updates land in the live shards; shadow: in a second copy while "
+                  "emulated generation reads the live one, then a version switch (p2p, store)")
+      ->capture_default_str();
+  cmd->add_option("--join-engine-at-step", a->joinAtStep,
+                  "store: the last inference engine joins after this step, pulling the READY "
+                  "version under a lease");
   cmd->add_option("--store-catalog", a->store.catalogJson,
                   "store: write the snapshot catalog here after each version (for tide store)");
   cmd->add_flag("--worker", a->worker, "internal: one rank of a launched run")

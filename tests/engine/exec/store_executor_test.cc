@@ -17,6 +17,7 @@
 #include "engine/exec/store_layout.h"
 #include "engine/exec/sync_run.h"
 #include "engine/sync/store/catalog_json.h"
+#include "tests/engine/exec/one_update.h"
 #include "tests/engine/exec/plan_fixture.h"
 #include "tests/engine/exec/temp_dir.h"
 #include "tests/fakes/faulty_transport.h"
@@ -116,59 +117,6 @@ TEST(StoreStrategy, StoreNodeLostMidReadIsReadAroundAndReReplicated) {
   for (const auto& f : snap.at("fragments")) {
     for (const auto& r : f.at("replicas")) EXPECT_NE(r.at("node"), 1) << "placed on a lost node";
   }
-}
-
-// Every rank as a thread: setup (version 0 through the store), then update
-// 1; each inference rank then reports which complete version it holds.
-struct Outcome {
-  Status step = Status::ok();
-  bool reader = false, onV0 = false, onV1 = false;
-  uint64_t requestsAfterSetup = 0;
-};
-
-std::vector<Outcome> oneUpdate(const PlanFixture& s, const workloads::SyntheticWeights& w,
-                               const ExecOptions& eo, int faultyRank,
-                               transport::fakes::FaultPlan fault) {
-  auto layouts = orThrow(RankLayout::buildAll(s.plan));
-  const int world = static_cast<int>(s.plan.ranks.size());
-  MemoryStore store;
-  std::vector<Outcome> out(world);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      transport::TransportConfig c = tcp();
-      c.rank = r;
-      c.worldSize = world;
-      PrefixStore ts(store, "transport/");
-      c.store = &ts;
-      auto t = transport::createTransport(c);
-      if (!t.isOk()) {
-        out[r].step = t.status();
-        return;
-      }
-      std::unique_ptr<transport::Transport> tr = std::move(*t);
-      transport::fakes::FaultyTransport* faulty = nullptr;
-      if (r == faultyRank) {
-        faulty = new transport::fakes::FaultyTransport(std::move(tr), fault);
-        tr.reset(faulty);
-      }
-      PrefixStore es(store, "exec/");
-      auto ex = RankExecutor::create(s.plan, layouts, w, *tr, es, eo);
-      if (!ex.isOk()) {
-        out[r].step = ex.status();
-        return;
-      }
-      if (faulty) out[r].requestsAfterSetup = faulty->requestsSeen();
-      auto st = (*ex)->runStep(1, nullptr);
-      out[r].step = st.status();
-      out[r].reader = s.plan.ranks[r].role != plan::Role::kTrainer;
-      out[r].onV0 = (*ex)->checkVersion(0).isOk();
-      out[r].onV1 = (*ex)->checkVersion(1).isOk();
-      (void)storeBarrier(es, "test-end", world, 2 * eo.timeoutSeconds);
-    });
-  }
-  for (auto& th : threads) th.join();
-  return out;
 }
 
 TEST(StoreStrategy, TornReadFailsWithDataLossAndNoRankOnAMix) {

@@ -119,5 +119,23 @@ TEST(SnapshotCatalog, CollectedVersionsFreeTheirSpace) {
   EXPECT_EQ(c.collect(), (std::vector<uint64_t>{2}));
 }
 
+TEST(SnapshotCatalog, AnAbortedImportFreesItsSpaceAndCanBePlacedAgain) {
+  // Room for one version: the aborted import must give all of it back.
+  SnapshotCatalog c(3, 2, 1024 + 2048 + 3008);
+  const Snapshot* s = orThrow(c.beginImport(1, kBytes, kHashes));
+  const uint32_t lost = s->fragments[0].nodes[0];
+  orThrow(c.abortImport(1));
+  EXPECT_EQ(c.snapshot(1).status().code(), Code::kNotFound);
+  orThrow(c.nodeLost(lost));
+  s = orThrow(c.beginImport(1, kBytes, kHashes));
+  for (const auto& f : s->fragments) {
+    for (uint32_t n : f.nodes) EXPECT_NE(n, lost) << "placed on a lost node";
+  }
+  storeAll(c, 1);
+  orThrow(c.commit(1));
+  EXPECT_EQ(c.abortImport(1).code(), Code::kFailedPrecondition);  // committed
+  EXPECT_EQ(c.abortImport(9).code(), Code::kNotFound);
+}
+
 }  // namespace
 }  // namespace tide::sync::store
