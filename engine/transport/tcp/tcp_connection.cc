@@ -17,6 +17,10 @@
 extern "C" void __tsan_read_range(void* addr, unsigned long size);
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
 extern "C" void AnnotateIgnoreReadsEnd(const char* file, int line);
+#elif TIDE_ASAN
+#include <sys/syscall.h>
+#include <unistd.h>
+extern "C" void __asan_loadN(uintptr_t addr, uintptr_t size);
 #endif
 
 namespace tide::transport::tcp {
@@ -26,8 +30,11 @@ namespace {
 // sendmsg interceptor records the read of the buffer after that release (a
 // known ordering gap), so a sender that reuses its buffer once the peer has
 // answered looks racy with its own send. The reads are recorded here, before
-// the send, and the interceptor's late copy of them is not. tsan builds only.
-ssize_t sendmsgForTsan(int fd, const msghdr* msg, int flags) {
+// the send, and the interceptor's late copy of them is not. AddressSanitizer's
+// interceptor likewise checks the buffer after the send returns, when the peer
+// may already have the bytes and the buffer's owner may have freed it (a false
+// use-after-free): the buffer is checked before the send, which bypasses it.
+ssize_t sendmsgForSanitizers(int fd, const msghdr* msg, int flags) {
 #if TIDE_TSAN
   for (size_t i = 0; i < msg->msg_iovlen; ++i)
     __tsan_read_range(msg->msg_iov[i].iov_base, msg->msg_iov[i].iov_len);
@@ -37,6 +44,10 @@ ssize_t sendmsgForTsan(int fd, const msghdr* msg, int flags) {
   AnnotateIgnoreReadsEnd(__FILE__, __LINE__);
   errno = err;
   return n;
+#elif TIDE_ASAN
+  for (size_t i = 0; i < msg->msg_iovlen; ++i)
+    __asan_loadN(reinterpret_cast<uintptr_t>(msg->msg_iov[i].iov_base), msg->msg_iov[i].iov_len);
+  return ::syscall(SYS_sendmsg, fd, msg, flags);
 #else
   return ::sendmsg(fd, msg, flags);
 #endif
@@ -93,7 +104,7 @@ Status Connection::sendAll(iovec* iov, int count, const IoWait& wait) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(count);
-    ssize_t n = sendmsgForTsan(fd_.get(), &msg, MSG_NOSIGNAL);
+    ssize_t n = sendmsgForSanitizers(fd_.get(), &msg, MSG_NOSIGNAL);
     if (n < 0) {
       if (!transientErrno(errno))
         return errno == EPIPE || errno == ECONNRESET
