@@ -8,6 +8,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "engine/exec/fp8_blocks.h"
+
 namespace tide::exec {
 
 using plan::Space;
@@ -134,6 +136,17 @@ Status RankExecutor::setup() {
       remoteShadowIds_[g.peer] = shadow.id;
     }
   }
+  if (options_.mode != UpdateMode::kFull) {
+    for (int s = 0; s < kSpaceCount; ++s) {
+      for (const auto& p : me.placed(static_cast<Space>(s))) {
+        if (p.dtype == workloads::DType::kFP8E4M3) {
+          return TIDE_ERROR(Code::kUnimplemented,
+                            "exec: FP8 inference weights take full updates (p2p, broadcast); "
+                            "sparse, disk-delta and store updates are bf16 only");
+        }
+      }
+    }
+  }
   if (options_.mode == UpdateMode::kSparse) {
     if (options_.poisonTargets) {
       return TIDE_ERROR(Code::kInvalidArgument,
@@ -224,9 +237,7 @@ Status RankExecutor::materializeInfer(int version) {
       std::memset(base + p.offset, 0xA5, p.bytes);
       continue;
     }
-    auto* out = reinterpret_cast<uint16_t*>(base + p.offset);
-    TIDE_RETURN_IF_ERROR(
-        weights_.fillBox(p.tensor, p.box.toBox(), version, std::span(out, p.box.volume())));
+    TIDE_RETURN_IF_ERROR(fillExpected(weights_, p, version, base + p.offset));
   }
   return Status::ok();
 }
@@ -234,7 +245,7 @@ Status RankExecutor::materializeInfer(int version) {
 Status RankExecutor::verify(int version, const uint8_t* base) const {
   for (const auto& p : layouts_[rank_].placed(Space::kInfer)) {
     const uint64_t got = XXH3_64bits(base + p.offset, p.bytes);
-    TIDE_ASSIGN_OR_RETURN(uint64_t want, weights_.boxChecksum(p.tensor, p.box.toBox(), version));
+    TIDE_ASSIGN_OR_RETURN(uint64_t want, expectedChecksum(weights_, p, version));
     if (got != want) {
       return TIDE_ERROR(Code::kDataLoss,
                         "verify: rank " + std::to_string(rank_) + " " +
@@ -390,7 +401,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
         const double t0 = now();
         const uint8_t* src = buffer(t.srcSpace);
         uint8_t* dst = buffer(t.dstSpace);
-        for (const Run& r : t.runs) std::memcpy(dst + r.dstOffset, src + r.srcOffset, r.bytes);
+        TIDE_RETURN_IF_ERROR(t.run(plan_, src, dst));
         done[i] = 1;
         --leftLocal;
         out.bytesLocal += t.bytes;

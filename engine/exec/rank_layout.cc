@@ -13,6 +13,28 @@ uint64_t keyOf(Space s, uint32_t tensor, uint32_t bucket) {
   return s == Space::kBucket ? (static_cast<uint64_t>(bucket) << 32) | tensor : tensor;
 }
 
+// A holding or bucket entry before placement: its size in the buffer.
+Result<Placed> placedOf(const plan::TransferPlan& p, uint32_t tensor, const plan::RegionBox& box,
+                        workloads::DType dtype) {
+  if (tensor >= p.tensors.size()) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "exec: unknown tensor " + std::to_string(tensor) + " in the plan");
+  }
+  Placed pl;
+  pl.tensor = tensor;
+  pl.box = box;
+  pl.dtype = dtype;
+  if (dtype == workloads::DType::kFP8E4M3) {
+    pl.fp8Block = p.tensors[tensor].fp8Block;
+    if (pl.fp8Block == 0) {
+      return TIDE_ERROR(Code::kUnimplemented, "exec: FP8 " + p.tensors[tensor].name +
+                                                  " has no block scales (fp8 block 0)");
+    }
+  }
+  pl.bytes = p.regionBytes(tensor, box, dtype);
+  return pl;
+}
+
 }  // namespace
 
 void RankLayout::place(Space s, Placed p) {
@@ -29,17 +51,7 @@ Result<std::vector<RankLayout>> RankLayout::buildAll(const plan::TransferPlan& p
     if (h.rank >= out.size() || h.tensor >= p.tensors.size()) {
       return TIDE_ERROR(Code::kInvalidArgument, "exec: holding references an unknown rank/tensor");
     }
-    if (h.dtype == workloads::DType::kFP8E4M3) {
-      return TIDE_ERROR(Code::kUnimplemented,
-                        "exec: FP8 block-scaled buffers (" + p.tensors[h.tensor].name +
-                            ") are not supported by the real executor yet; run with bf16 "
-                            "inference weights");
-    }
-    Placed pl;
-    pl.tensor = h.tensor;
-    pl.box = h.box;
-    pl.dtype = h.dtype;
-    pl.bytes = h.box.volume() * workloads::bytesOf(h.dtype);
+    TIDE_ASSIGN_OR_RETURN(Placed pl, placedOf(p, h.tensor, h.box, h.dtype));
     if (h.space == Space::kBucket) continue;  // buckets are placed below
     out[h.rank].place(h.space, pl);
   }
@@ -60,15 +72,8 @@ Result<std::vector<RankLayout>> RankLayout::buildAll(const plan::TransferPlan& p
       }
       const uint64_t begin = out[r].bytes_[static_cast<int>(Space::kBucket)];
       for (const auto& e : p.buckets[b].entries) {
-        if (e.dtype == workloads::DType::kFP8E4M3) {
-          return TIDE_ERROR(Code::kUnimplemented, "exec: FP8 bucket entries are not supported");
-        }
-        Placed pl;
-        pl.tensor = e.tensor;
-        pl.box = e.box;
-        pl.dtype = e.dtype;
+        TIDE_ASSIGN_OR_RETURN(Placed pl, placedOf(p, e.tensor, e.box, e.dtype));
         pl.bucket = b;
-        pl.bytes = e.box.volume() * workloads::bytesOf(e.dtype);
         out[r].place(Space::kBucket, pl);
       }
       out[r].buckets_[b] = {begin, out[r].bytes_[static_cast<int>(Space::kBucket)] - begin};

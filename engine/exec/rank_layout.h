@@ -25,6 +25,7 @@ struct Placed {
   uint64_t offset = 0;  // bytes from the start of the space buffer
   uint64_t bytes = 0;
   uint32_t bucket = plan::kWholeBucket;  // bucket entries only
+  uint32_t fp8Block = 0;                 // FP8: block edge; scales follow the data (fp8_blocks.h)
 };
 
 // One contiguous copy: [srcOffset, +bytes) -> [dstOffset, +bytes).
@@ -36,8 +37,7 @@ struct Run {
 
 class RankLayout {
  public:
-  // Layouts of every rank of the plan. Fails when a dtype has no fixed
-  // element size the executor can address (FP8 with block scales).
+  // Layouts of every rank of the plan. Fails on FP8 without block scales.
   static Result<std::vector<RankLayout>> buildAll(const plan::TransferPlan& p);
 
   uint64_t spaceBytes(plan::Space s) const { return bytes_[static_cast<int>(s)]; }

@@ -1,15 +1,28 @@
 #include "engine/exec/rank_schedule.h"
 
+#include <cstring>
 #include <map>
 #include <string>
 #include <tuple>
 
 #include "engine/core/units.h"
+#include "engine/exec/fp8_blocks.h"
 
 namespace tide::exec {
 
 using plan::MoveKind;
 using plan::Space;
+
+namespace {
+
+// Runs that copy `box` between two blocks of one dtype.
+void copyRuns(const plan::RegionBox& box, const Placed& src, const Placed& dst,
+              std::vector<Run>& out) {
+  if (src.dtype == workloads::DType::kFP8E4M3) return fp8Runs(box, src, dst, out);
+  boxRuns(box, src, dst, workloads::bytesOf(src.dtype), out);
+}
+
+}  // namespace
 
 Result<RankSchedule> RankSchedule::build(const plan::TransferPlan& p,
                                          const std::vector<RankLayout>& layouts, uint32_t rank,
@@ -22,8 +35,7 @@ Result<RankSchedule> RankSchedule::build(const plan::TransferPlan& p,
   RankSchedule s;
   s.rank = rank;
   if (chunkBytes == 0) {
-    chunkBytes =
-        p.params.contains("chunk_bytes") ? p.params["chunk_bytes"].get<uint64_t>() : kMiB;
+    chunkBytes = p.params.contains("chunk_bytes") ? p.params["chunk_bytes"].get<uint64_t>() : kMiB;
   }
   s.chunkBytes = std::max<uint64_t>(chunkBytes, 1);
 
@@ -37,7 +49,9 @@ Result<RankSchedule> RankSchedule::build(const plan::TransferPlan& p,
     const bool local = m.src == m.dst;
     if (local) {
       if (m.src != rank) continue;
-      if (m.srcDtype != m.dstDtype) {
+      const bool quantize =
+          m.srcDtype == workloads::DType::kBF16 && m.dstDtype == workloads::DType::kFP8E4M3;
+      if (m.srcDtype != m.dstDtype && !quantize) {
         return TIDE_ERROR(Code::kUnimplemented,
                           std::string("exec: conversion ") + workloads::dtypeName(m.srcDtype) +
                               " -> " + workloads::dtypeName(m.dstDtype) + " is not supported");
@@ -58,8 +72,12 @@ Result<RankSchedule> RankSchedule::build(const plan::TransferPlan& p,
         return TIDE_ERROR(Code::kUnimplemented,
                           "exec: local moves of one (stage, bucket) span several spaces");
       }
-      boxRuns(m.box, *src, *dst, workloads::bytesOf(m.srcDtype), t.runs);
-      t.bytes += m.box.volume() * workloads::bytesOf(m.dstDtype);
+      if (quantize) {
+        t.quantize.push_back(Quantize{m.box, m.tensor, src, dst});
+      } else {
+        copyRuns(m.box, *src, *dst, t.runs);
+      }
+      t.bytes += m.bytes;
       continue;
     }
     const Key key{m.src, m.dst, m.stage, m.bucket};
@@ -120,10 +138,19 @@ Result<RankSchedule> RankSchedule::build(const plan::TransferPlan& p,
       return TIDE_ERROR(Code::kUnimplemented,
                         "exec: moves of one (stage, bucket, peer) span several spaces");
     }
-    boxRuns(m.box, *src, *dst, workloads::bytesOf(m.srcDtype), g.runs);
-    g.bytes += m.box.volume() * workloads::bytesOf(m.dstDtype);
+    copyRuns(m.box, *src, *dst, g.runs);
+    g.bytes += m.bytes;
   }
   return s;
+}
+
+Status LocalTask::run(const plan::TransferPlan& p, const uint8_t* src, uint8_t* dst) const {
+  for (const Run& r : runs) std::memcpy(dst + r.dstOffset, src + r.srcOffset, r.bytes);
+  for (const Quantize& q : quantize) {
+    TIDE_RETURN_IF_ERROR(
+        quantizeBlocks(q.box, p.tensors[q.tensor].shape, *q.dst, dst, bf16Blocks(*q.src, src)));
+  }
+  return Status::ok();
 }
 
 }  // namespace tide::exec

@@ -33,13 +33,26 @@ struct OutGroup {
   uint64_t bytes = 0;
 };
 
+// A bf16 -> FP8 conversion of `box` (fp8_blocks.h); src and dst point into
+// the rank's layout.
+struct Quantize {
+  plan::RegionBox box;
+  uint32_t tensor = 0;
+  const Placed* src = nullptr;
+  const Placed* dst = nullptr;
+};
+
 struct LocalTask {
   uint32_t stage = 0;
   uint32_t bucket = 0;
   plan::Space srcSpace = plan::Space::kTrain;
   plan::Space dstSpace = plan::Space::kInfer;
   std::vector<Run> runs;
+  std::vector<Quantize> quantize;
   uint64_t bytes = 0;
+
+  // Copies the runs and quantizes, from the rank's `src` buffer to `dst`.
+  [[nodiscard]] Status run(const plan::TransferPlan& p, const uint8_t* src, uint8_t* dst) const;
 };
 
 struct InUnit {

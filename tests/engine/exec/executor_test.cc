@@ -125,16 +125,61 @@ TEST(RankLayoutTest, StridedBoxRuns) {
   EXPECT_EQ(runs[0].bytes, 24u);
 }
 
-TEST(RankLayoutTest, Fp8TargetsAreRejectedWithReason) {
-  auto spec = orThrow(workloads::loadModel("tiny-moe"));  // fp8 inference
-  auto train = orThrow(workloads::parseTrainLayout("tp=2,pp=2,ep=2"));
-  auto infer = orThrow(workloads::parseInferLayout("engines=2,tp=2,ep=2"));
-  auto inv = workloads::buildInventory(spec);
-  auto base = orThrow(plan::basePlan(inv, train, infer, plan::Placement{2, false}));
-  auto r = RankLayout::buildAll(base);
+// FP8 inference weights: the p2p sender quantizes its staging box, the
+// broadcast receiver quantizes its slice of the bf16 bucket; every byte and
+// scale is checked against the generator quantized block by block.
+class ExecutorFp8 : public Executor {};
+
+TEST_P(ExecutorFp8, TwoUpdatesBitExact) {
+  const auto& [backend, strategy] = GetParam();
+  PlanFixture s(strategy.c_str(), 64 * 1024, workloads::DType::kFP8E4M3);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 2);
+  transport::TransportConfig c;
+  c.backend = backend;
+  c.streams = 1;
+  RankRunOptions o;
+  o.steps = 2;
+  o.exec.poisonTargets = true;
+  o.exec.timeoutSeconds = 30;
+  auto stats = orThrow(runThreads(s.plan, w, c, o, nullptr));
+  ASSERT_EQ(stats.size(), 2u);
+  uint64_t fp8 = 0;
+  for (const auto& h : s.plan.holdings) fp8 += h.dtype == workloads::DType::kFP8E4M3;
+  EXPECT_GT(fp8, 0u) << "the plan has FP8 targets";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ExecutorFp8,
+                         ::testing::Combine(::testing::Values("tcp", "shm"),
+                                            ::testing::Values("p2p", "broadcast")),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
+
+TEST(ExecutorVerify, Fp8FlippedByteIsCaught) {
+  PlanFixture s("p2p", 64 * 1024, workloads::DType::kFP8E4M3);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
+  transport::TransportConfig c;
+  c.backend = "shm";
+  RankRunOptions o;
+  o.exec.timeoutSeconds = 30;
+  o.exec.corruptRank = static_cast<int>(s.plan.ranks.size()) - 1;
+  auto r = runThreads(s.plan, w, c, o, nullptr);
   ASSERT_FALSE(r.isOk());
-  EXPECT_EQ(r.status().code(), Code::kUnimplemented);
-  EXPECT_NE(r.status().message().find("FP8"), std::string::npos);
+  EXPECT_EQ(r.status().code(), Code::kDataLoss) << r.status().toString();
+}
+
+TEST(ExecutorVerify, Fp8DeltaUpdatesAreRefusedWithReason) {
+  PlanFixture s("p2p", 64 * 1024, workloads::DType::kFP8E4M3);
+  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
+  transport::TransportConfig c;
+  c.backend = "shm";
+  RankRunOptions o;
+  o.exec.timeoutSeconds = 10;
+  o.exec.mode = UpdateMode::kSparse;
+  auto r = runThreads(s.plan, w, c, o, nullptr);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_EQ(r.status().code(), Code::kUnimplemented) << r.status().toString();
+  EXPECT_NE(r.status().message().find("FP8"), std::string::npos) << r.status().toString();
 }
 
 }  // namespace

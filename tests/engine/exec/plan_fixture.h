@@ -1,6 +1,6 @@
 #pragma once
 // A small real plan for executor tests: tiny-moe, train tp=2,pp=2,ep=2 ->
-// two inference engines tp=2,ep=2 (bf16), on a 4-node test cluster.
+// two inference engines tp=2,ep=2 (bf16 unless asked), on a 4-node test cluster.
 
 #include "engine/plan/reshard.h"
 #include "engine/sync/strategy.h"
@@ -17,9 +17,10 @@ struct PlanFixture {
   plan::TransferPlan base, plan;
   plan::Reshard reshard;
 
-  PlanFixture(const char* strategy, uint64_t bucketBytes) {
+  PlanFixture(const char* strategy, uint64_t bucketBytes,
+              workloads::DType inferDtype = workloads::DType::kBF16) {
     auto spec = orThrow(workloads::loadModel("tiny-moe"));
-    spec.inferDtype = workloads::DType::kBF16;  // the executor moves bf16 shards
+    spec.inferDtype = inferDtype;  // tiny-moe serves FP8 (block 16)
     train = orThrow(workloads::parseTrainLayout("tp=2,pp=2,ep=2"));
     infer = orThrow(workloads::parseInferLayout("engines=2,tp=2,ep=2"));
     orThrow(workloads::validate(train, spec));
