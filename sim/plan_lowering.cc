@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "sim/topology.h"
@@ -116,21 +117,46 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
     g.dep(in, t);
     g.dep(t, out);
   }
+  // Chains of different stages run at once and share links (an inference
+  // node's link carries every stage's chain), so a chunk crosses a hop at the
+  // chain's share of it: a hop's store-and-forward fill is one chunk at its
+  // capacity over the number of stages whose chains cross its busiest link.
+  struct Hop {
+    std::vector<LinkId> links;
+    double cap = 0, lat = 0;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<Hop>> chainHops;
+  std::map<LinkId, std::set<uint32_t>> stagesOnLink;
+  for (const auto& [k, hops] : chains) {
+    auto& hv = chainHops[k];
+    for (const plan::Move* m : hops) {
+      int a = gpuOf(m->src), b = gpuOf(m->dst);
+      Hop h;
+      topo.appendPath(a, b, h.links);
+      h.cap = topo.hopCapacity(a, b);
+      h.lat = topo.latency(a, b);
+      if (hostTcp != kNoLink && sameNode(a, b)) {
+        h.links.push_back(hostTcp);  // the solver charges a re-crossed link once
+        h.cap = hostTcpBps;
+      }
+      for (LinkId l : h.links) stagesOnLink[l].insert(k.first);
+      hv.push_back(std::move(h));
+    }
+  }
   for (const auto& [k, hops] : chains) {
     auto [stage, bucket] = k;
+    const auto& hv = chainHops[k];
     std::vector<LinkId> links;
     double lat = 0, bytes = 0;
     for (size_t i = 0; i < hops.size(); ++i) {
-      int a = gpuOf(hops[i]->src), b = gpuOf(hops[i]->dst);
-      topo.appendPath(a, b, links);
-      lat += topo.latency(a, b);
-      double cap = topo.hopCapacity(a, b);
-      if (hostTcp != kNoLink && sameNode(a, b)) {
-        links.push_back(hostTcp);  // the solver charges a re-crossed link once
-        cap = hostTcpBps;
-      }
+      const Hop& h = hv[i];
+      links.insert(links.end(), h.links.begin(), h.links.end());
+      lat += h.lat;
+      size_t sharing = 1;
+      for (LinkId l : h.links) sharing = std::max(sharing, stagesOnLink[l].size());
       // Store and forward: every hop after the first waits for one chunk.
-      if (i > 0 && chunkBytes > 0 && cap > 0) lat += chunkBytes / cap;
+      if (i > 0 && chunkBytes > 0 && h.cap > 0)
+        lat += chunkBytes * static_cast<double>(sharing) / h.cap;
       bytes = std::max(bytes, static_cast<double>(hops[i]->bytes));
     }
     auto [in, out] = bucketJoins(stage, bucket);

@@ -16,7 +16,8 @@ namespace tide::sim {
 
 // `chunkBytes` > 0: broadcast chains forward in chunks of that size (store
 // and forward per hop), so a bucket's chain pays one chunk time per hop after
-// the first (the pipeline fill); the plan does not carry the chunk size.
+// the first (the pipeline fill), at its share of the hop when other stages'
+// chains cross the same link; the plan does not carry the chunk size.
 // On an emulated cluster the NIC rate is the shaper's, which meters Ethernet
 // frames: payload moves at 1448/1514 of it. `hostTcpBps` > 0 (emulated
 // clusters only): every node's ranks are processes of one host, so tcp

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -58,10 +59,11 @@ TEST(Validation, RejectsForeignOrUncheckedRuns) {
 }
 
 // Ranks `nodes[i]` (gpu = how many ranks came before on that node) holding
-// one 1024x1024 bf16 tensor each; `hops` moves it from rank a to rank b, all
-// in one stage and bucket.
+// one 1024x1024 bf16 tensor each; `hops` moves it from rank a to rank b, in
+// one bucket of each of `stages` stages (independent: they run at once).
 plan::TransferPlan chainPlan(std::vector<uint32_t> nodes,
-                             std::vector<std::pair<uint32_t, uint32_t>> hops, plan::MoveKind kind) {
+                             std::vector<std::pair<uint32_t, uint32_t>> hops, plan::MoveKind kind,
+                             int stages = 1) {
   plan::TransferPlan p;
   p.strategy = kind == plan::MoveKind::kBroadcastHop ? "broadcast" : "p2p";
   std::vector<uint32_t> perNode(8, 0);
@@ -69,28 +71,31 @@ plan::TransferPlan chainPlan(std::vector<uint32_t> nodes,
     p.ranks.push_back(
         {r, r == 0 ? plan::Role::kTrainer : plan::Role::kInference, nodes[r], perNode[nodes[r]]++});
   }
-  plan::TensorInfo t;
-  t.id = 0;
-  t.name = "w";
-  t.shape = {1024, 1024};
-  p.tensors.push_back(t);
   auto box = plan::RegionBox::from(workloads::Box{{0, 0}, {1024, 1024}});
   if (!box.isOk()) throw StatusError(box.status());
-  p.holdings.push_back({0, plan::Space::kTrain, 0, *box, workloads::DType::kBF16});
-  for (uint32_t r = 1; r < nodes.size(); ++r)
-    p.holdings.push_back({r, plan::Space::kInfer, 0, *box, workloads::DType::kBF16});
-  uint32_t st = p.addStage("write");
-  for (auto [a, b] : hops) {
-    plan::Move m;
-    m.src = a;
-    m.dst = b;
-    m.tensor = 0;
-    m.box = *box;
-    m.srcSpace = a == 0 ? plan::Space::kTrain : plan::Space::kInfer;
-    m.dstSpace = plan::Space::kInfer;
-    m.kind = kind;
-    m.stage = st;
-    p.addMove(m);
+  for (int si = 0; si < stages; ++si) {
+    // One tensor per stage: a plan writes each byte once.
+    plan::TensorInfo t;
+    t.id = static_cast<uint32_t>(si);
+    t.name = "w" + std::to_string(si);
+    t.shape = {1024, 1024};
+    p.tensors.push_back(t);
+    p.holdings.push_back({0, plan::Space::kTrain, t.id, *box, workloads::DType::kBF16});
+    for (uint32_t r = 1; r < nodes.size(); ++r)
+      p.holdings.push_back({r, plan::Space::kInfer, t.id, *box, workloads::DType::kBF16});
+    uint32_t st = p.addStage("write" + std::to_string(si));
+    for (auto [a, b] : hops) {
+      plan::Move m;
+      m.src = a;
+      m.dst = b;
+      m.tensor = t.id;
+      m.box = *box;
+      m.srcSpace = a == 0 ? plan::Space::kTrain : plan::Space::kInfer;
+      m.dstSpace = plan::Space::kInfer;
+      m.kind = kind;
+      m.stage = st;
+      p.addMove(m);
+    }
   }
   return p;
 }
@@ -136,6 +141,21 @@ TEST(PlanLowering, ChainHopsInsideANodePassThroughTheHostAndFillAChunkEach) {
   // each intra-node hop waits for one chunk at the host rate before forwarding.
   double rate = std::min(kPayload, host);
   EXPECT_NEAR(r->seconds, kTensor / rate + 2 * chunk / host, 1e-4);
+}
+
+TEST(PlanLowering, ConcurrentChainsFillEachHopAtTheirShare) {
+  // head (node 0) -> rank 1 (node 1) -> rank 2 (node 2), in one stage and in
+  // two: two chains share every link, so each runs at half the link and its
+  // second hop waits for one chunk at that half.
+  auto cluster = workloads::parseEmulated("emulated:nodes=3,gpus=1,nic=1GB/s");
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
+  const double chunk = 256 * 1024;
+  for (int stages : {1, 2}) {
+    auto p = chainPlan({0, 1, 2}, {{0, 1}, {1, 2}}, plan::MoveKind::kBroadcastHop, stages);
+    auto r = simulatePlan(p, *cluster, {}, chunk);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_NEAR(r->seconds, stages * (kTensor + chunk) / kPayload, 1e-4) << stages << " stages";
+  }
 }
 
 }  // namespace
