@@ -302,11 +302,17 @@ std::vector<Shard> trainShards(const ModelInventory& inv, const TrainLayout& l, 
   const TrainCoord c = trainCoord(l, trainRank);
   const int lastStage = l.pp - 1;
   const int perEp = inv.experts > 0 ? std::max(1, inv.experts / l.ep) : 1;
+  // Stage of every layer, once: this runs per rank over every tensor.
+  std::vector<int> stageOf(static_cast<size_t>(std::max(inv.layers, 0)));
+  for (int layer = 0; layer < inv.layers; ++layer)
+    stageOf[layer] = stageOfLayer(l, inv.layers, layer);
   std::vector<Shard> out;
   for (size_t i = 0; i < inv.tensors.size(); ++i) {
     const TensorSpec& t = inv.tensors[i];
-    int stage = t.layer >= 0 ? stageOfLayer(l, inv.layers, t.layer)
-                             : (t.kind == TensorKind::kEmbedding ? 0 : lastStage);
+    int stage = t.kind == TensorKind::kEmbedding ? 0 : lastStage;
+    if (t.layer >= 0) {
+      stage = t.layer < inv.layers ? stageOf[t.layer] : stageOfLayer(l, inv.layers, t.layer);
+    }
     if (stage != c.pp) continue;
     if (t.kind == TensorKind::kRoutedExpert) {
       if (t.expert / perEp != c.ep) continue;
@@ -321,11 +327,16 @@ std::vector<Shard> trainShards(const ModelInventory& inv, const TrainLayout& l, 
 std::vector<Shard> inferShards(const ModelInventory& inv, const InferLayout& l, int inferRank) {
   const InferCoord c = inferCoord(l, inferRank);
   const int perEp = inv.experts > 0 ? std::max(1, inv.experts / l.ep) : 1;
+  auto mine = [&](const TensorSpec& t) {
+    return t.kind != TensorKind::kRoutedExpert || t.expert / perEp == c.ep;
+  };
+  // Counted first: growing the vector moved ~10^4 shards per rank, per rank.
   std::vector<Shard> out;
+  out.reserve(static_cast<size_t>(std::count_if(inv.tensors.begin(), inv.tensors.end(), mine)));
   for (size_t i = 0; i < inv.tensors.size(); ++i) {
     const TensorSpec& t = inv.tensors[i];
+    if (!mine(t)) continue;
     if (t.kind == TensorKind::kRoutedExpert) {
-      if (t.expert / perEp != c.ep) continue;
       out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.moeTp, l.moeTp())});
     } else if (t.dpAttnReplicated) {
       out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.attnTp, l.attnTp())});
