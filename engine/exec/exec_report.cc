@@ -13,6 +13,9 @@ std::string switchKey(int step, int rank) {
 std::string joinKey(int step, int rank) {
   return "step" + std::to_string(step) + "/join/r" + std::to_string(rank);
 }
+std::string windowKey(int step, int rank) {
+  return "step" + std::to_string(step) + "/window/r" + std::to_string(rank);
+}
 
 }  // namespace
 
@@ -66,29 +69,50 @@ Status gatherSwitches(Store& store, int step, int world, double timeoutSeconds,
   return Status::ok();
 }
 
-Status publishJoin(Store& store, int step, int rank, double seconds, uint64_t bytes,
-                   uint64_t version) {
+Status publishJoin(Store& store, int step, int rank, double seconds, double pullSeconds,
+                   uint64_t bytes, uint64_t version) {
   std::ostringstream rec;
   rec.precision(17);
-  rec << seconds << ' ' << bytes << ' ' << version;
+  rec << seconds << ' ' << pullSeconds << ' ' << bytes << ' ' << version;
   return store.set(joinKey(step, rank), rec.str());
 }
 
-Status gatherJoin(Store& store, int step, const std::vector<int>& ranks, double timeoutSeconds,
-                  ExecReport& report) {
+Status publishWindow(Store& store, int step, int rank, double tStart, double tEnd) {
+  std::ostringstream rec;
+  rec.precision(17);
+  rec << tStart << ' ' << tEnd;
+  return store.set(windowKey(step, rank), rec.str());
+}
+
+Status gatherJoin(Store& store, int step, const std::vector<int>& ranks, int world,
+                  double timeoutSeconds, ExecReport& report) {
   JoinRecord j;
   j.step = step;
   j.ranks = ranks;
+  double first = 1e300, last = -1e300;
+  for (int r = 0; r < world; ++r) {
+    if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) continue;
+    TIDE_ASSIGN_OR_RETURN(std::string text, store.get(windowKey(step, r), timeoutSeconds));
+    std::istringstream in(text);
+    double a = 0, b = 0;
+    if (!(in >> a >> b)) {
+      return TIDE_ERROR(Code::kDataLoss, "join: bad window from rank " + std::to_string(r));
+    }
+    first = std::min(first, a);
+    last = std::max(last, b);
+  }
+  j.othersSeconds = last >= first ? last - first : 0;
   for (int r : ranks) {
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(joinKey(step, r), timeoutSeconds));
     std::istringstream in(text);
-    double secs = 0;
+    double secs = 0, pull = 0;
     uint64_t bytes = 0;
     int version = -1;
-    if (!(in >> secs >> bytes >> version)) {
+    if (!(in >> secs >> pull >> bytes >> version)) {
       return TIDE_ERROR(Code::kDataLoss, "join: bad record from rank " + std::to_string(r));
     }
     j.seconds = std::max(j.seconds, secs);
+    j.pullSeconds = std::max(j.pullSeconds, pull);
     j.bytes += bytes;
     j.version = version;
   }

@@ -23,10 +23,12 @@ struct SwitchStep {
 };
 
 struct JoinRecord {
-  int step = -1;       // the first update the joining engine takes part in
-  int version = -1;    // the READY version it pulled under a lease
-  double seconds = 0;  // slowest joining rank: lease, pull, bit-exact check
-  uint64_t bytes = 0;  // read from the store, all joining ranks
+  int step = -1;             // the first update the joining engine takes part in
+  int version = -1;          // the READY version it pulled under a lease
+  double seconds = 0;        // slowest joining rank: lease, pull, bit-exact check
+  double pullSeconds = 0;    // of which the lease and the reads (slowest rank)
+  double othersSeconds = 0;  // the other ranks' transfer of that step, meanwhile
+  uint64_t bytes = 0;        // read from the store, all joining ranks
   std::vector<int> ranks;
 };
 
@@ -44,10 +46,12 @@ struct ExecReport {
 Status publishSwitch(Store& store, int step, int rank, double pauseSeconds, double atSeconds,
                      const GenerationStats& g, uint64_t shadowBytes);
 Status gatherSwitches(Store& store, int step, int world, double timeoutSeconds, ExecReport& report);
-// A joining rank's pull: seconds, bytes read, version.
-Status publishJoin(Store& store, int step, int rank, double seconds, uint64_t bytes,
-                   uint64_t version);
-Status gatherJoin(Store& store, int step, const std::vector<int>& ranks, double timeoutSeconds,
-                  ExecReport& report);
+// A joining rank's pull (seconds: with the check; pullSeconds: without).
+Status publishJoin(Store& store, int step, int rank, double seconds, double pullSeconds,
+                   uint64_t bytes, uint64_t version);
+// Every rank's transfer window in the join step (steady-clock seconds).
+Status publishWindow(Store& store, int step, int rank, double tStart, double tEnd);
+Status gatherJoin(Store& store, int step, const std::vector<int>& ranks, int world,
+                  double timeoutSeconds, ExecReport& report);
 
 }  // namespace tide::exec

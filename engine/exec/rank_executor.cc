@@ -304,6 +304,7 @@ Status RankExecutor::join(int step, RankStep& out) {
   if (switch_) switch_->beginUpdate();
   StoreCounters c;
   TIDE_ASSIGN_OR_RETURN(uint64_t v, storePath_->join(bufferArray(), c));
+  const double pulled = now() - t0;
   TIDE_RETURN_IF_ERROR(verify(static_cast<int>(v), buffer(Space::kInfer))
                            .withContext("join: rank " + std::to_string(rank_)));
   if (switch_) {
@@ -312,7 +313,7 @@ Status RankExecutor::join(int step, RankStep& out) {
     switch_->beginUpdate();  // this step's update goes to the other copy
   }
   serving_ = true;
-  return publishJoin(store_, step, rank_, now() - t0, c.bytesRead, v);
+  return publishJoin(store_, step, rank_, now() - t0, pulled, c.bytesRead, v);
 }
 
 Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out) {
@@ -616,9 +617,12 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
           gatherSwitches(store_, step, world, options_.timeoutSeconds, *options_.report));
     }
   }
-  if (rank_ == 0 && options_.report && storePath_ && step == options_.store.joinStep + 1) {
-    TIDE_RETURN_IF_ERROR(gatherJoin(store_, step, options_.store.joinRanks, options_.timeoutSeconds,
-                                    *options_.report));
+  if (storePath_ && step == options_.store.joinStep + 1) {
+    TIDE_RETURN_IF_ERROR(publishWindow(store_, step, rank_, out.tStart, out.tEnd));
+    if (rank_ == 0 && options_.report) {
+      TIDE_RETURN_IF_ERROR(gatherJoin(store_, step, options_.store.joinRanks, world,
+                                      options_.timeoutSeconds, *options_.report));
+    }
   }
   return out;
 }

@@ -218,7 +218,9 @@ void elasticJoin(bool shadow) {
   EXPECT_EQ(j.step, 3);
   EXPECT_EQ(j.version, 2) << "the READY version when it joined";
   EXPECT_EQ(j.ranks, o.exec.store.joinRanks);
-  EXPECT_GT(j.seconds, 0.0);
+  EXPECT_GT(j.pullSeconds, 0.0);
+  EXPECT_GT(j.seconds, j.pullSeconds) << "then the bit-exact check";
+  EXPECT_GT(j.othersSeconds, 0.0);
   auto layouts = orThrow(RankLayout::buildAll(s.plan));
   uint64_t shard = 0;
   for (int r : j.ranks) shard += layouts[r].spaceBytes(plan::Space::kInfer);

@@ -80,7 +80,9 @@ for f in sys.argv[1:]:
         assert 0 < s["pause_us"] < s["transfer_seconds"] * 1e6, s
 j = json.load(open(sys.argv[1]))
 assert j["join"]["step"] == 2 and j["join"]["version"] == 1, j["join"]
-assert j["join"]["bytes"] > 0 and j["join"]["seconds"] > 0 and len(j["join"]["ranks"]) == 2, j["join"]
+assert j["join"]["bytes"] > 0 and len(j["join"]["ranks"]) == 2, j["join"]
+assert j["join"]["seconds"] > j["join"]["pull_seconds"] > 0, j["join"]
+assert j["join"]["others_transfer_seconds"] > 0, j["join"]
 PYEOF
 
 # A tampered manifest is caught.
