@@ -46,6 +46,12 @@ bad "steps" --steps 0
 bad "broadcast, p2p" --strategy pigeon
 bad "ranks" --ranks lots
 bad "infer-dtype" --infer-dtype fp4
-bad "FP8" --infer-dtype model
+bad "FP8 inference weights take full updates" --infer-dtype model --sparse
+# An emulated cluster shapes tcp only: rdma would run unshaped, so it is refused.
+"$TIDE" sync --model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2 \
+  --cluster emulated:nodes=4,gpus=2,nic=100Mbps --backend rdma > "$dir/out" 2>&1 &&
+  fail "accepted: emulated rdma"
+[ "$(wc -l < "$dir/out")" -eq 1 ] && grep -q "rdma bypasses" "$dir/out" ||
+  { cat "$dir/out"; fail "emulated rdma: not one clear line"; }
 bad "scale" --scale 0
 echo "PASS"
