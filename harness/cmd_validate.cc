@@ -133,7 +133,13 @@ void addValidateCommand(CLI::App& app) {
     std::string hostSource = "none";
     if (clusterName.rfind("emulated:", 0) == 0 && o->hostTcp != "none") {
       hostSource = o->hostTcp == "probe" ? "probe" : "given";
-      hostTcp = o->hostTcp == "probe" ? probeLoopbackTcp() : orThrow(parseRate(o->hostTcp));
+      if (o->hostTcp == "probe") {
+        hostTcp = probeLoopbackTcp();
+      } else {
+        auto rate = parseRate(o->hostTcp);
+        if (!rate.isOk()) throw StatusError(rate.status().withContext("--host-tcp"));
+        hostTcp = *rate;
+      }
       std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", hostTcp / 1e9,
                   hostSource.c_str());
     }

@@ -38,6 +38,18 @@ PYEOF
   [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "refusal not one line ($s)"; }
 done
 
+# On an emulated cluster the host's loopback tcp rate is probed, or given;
+# a bad rate is one error line.
+emu=(--real "$dir/real_p2p.json" --plan "$dir/plan_p2p.json" --cluster emulated:nodes=2,gpus=8,nic=1Gbps)
+"$TIDE" validate "${emu[@]}" > "$dir/out" 2>&1
+grep -q "GB/s (probe)" "$dir/out" || { cat "$dir/out"; fail "no host probe on an emulated cluster"; }
+"$TIDE" validate "${emu[@]}" --host-tcp 2GB/s --json "$dir/val_emu.json" > "$dir/out" 2>&1
+grep -q "2.000 GB/s (given)" "$dir/out" || { cat "$dir/out"; fail "--host-tcp 2GB/s not used"; }
+"$PY" -c "import json; j=json.load(open('$dir/val_emu.json')); assert j['host_tcp_source'] == 'given' and abs(j['host_tcp_gbps'] - 2) < 1e-9, j" \
+  || fail "val json host tcp"
+"$TIDE" validate "${emu[@]}" --host-tcp fast > "$dir/out" 2>&1 && fail "accepted --host-tcp fast"
+[ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "bad --host-tcp: not one line"; }
+
 "$TIDE" plan "${small[@]}" --infer-dtype fp4 > "$dir/out" 2>&1 && fail "accepted --infer-dtype fp4"
 [ "$(wc -l < "$dir/out")" -eq 1 ] && grep -q "infer-dtype" "$dir/out" \
   || { cat "$dir/out"; fail "bad --infer-dtype: not one clear line"; }
