@@ -255,14 +255,14 @@ void reportSwitchAndJoin(const SyncArgs& a, const std::vector<exec::StepStats>& 
                  {"version", r.join.version},
                  {"seconds", r.join.seconds},
                  {"pull_seconds", r.join.pullSeconds},
-                 {"others_transfer_seconds", r.join.othersSeconds},
+                 {"other_engines_seconds", r.join.othersSeconds},
                  {"bytes", r.join.bytes},
                  {"ranks", r.join.ranks}};
     std::string ranks;
     for (int x : r.join.ranks) ranks += " " + std::to_string(x);
     std::printf(
         "join      engine (ranks%s) joined at step %d: v%d pulled under a lease, %s in "
-        "%.3f s (+ %.3f s bit-exact check); the others' transfer meanwhile %.3f s\n",
+        "%.3f s (+ %.3f s bit-exact check); the other engines' update meanwhile %.3f s\n",
         ranks.c_str(), r.join.step, r.join.version, formatBytes(r.join.bytes).c_str(),
         r.join.pullSeconds, r.join.seconds - r.join.pullSeconds, r.join.othersSeconds);
   }

@@ -84,14 +84,13 @@ Status publishWindow(Store& store, int step, int rank, double tStart, double tEn
   return store.set(windowKey(step, rank), rec.str());
 }
 
-Status gatherJoin(Store& store, int step, const std::vector<int>& ranks, int world,
-                  double timeoutSeconds, ExecReport& report) {
+Status gatherJoin(Store& store, int step, const std::vector<int>& ranks,
+                  const std::vector<int>& others, double timeoutSeconds, ExecReport& report) {
   JoinRecord j;
   j.step = step;
   j.ranks = ranks;
   double first = 1e300, last = -1e300;
-  for (int r = 0; r < world; ++r) {
-    if (std::find(ranks.begin(), ranks.end(), r) != ranks.end()) continue;
+  for (int r : others) {
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(windowKey(step, r), timeoutSeconds));
     std::istringstream in(text);
     double a = 0, b = 0;

@@ -27,7 +27,7 @@ struct JoinRecord {
   int version = -1;          // the READY version it pulled under a lease
   double seconds = 0;        // slowest joining rank: lease, pull, bit-exact check
   double pullSeconds = 0;    // of which the lease and the reads (slowest rank)
-  double othersSeconds = 0;  // the other ranks' transfer of that step, meanwhile
+  double othersSeconds = 0;  // the other engines' update in that step, meanwhile
   uint64_t bytes = 0;        // read from the store, all joining ranks
   std::vector<int> ranks;
 };
@@ -49,9 +49,10 @@ Status gatherSwitches(Store& store, int step, int world, double timeoutSeconds, 
 // A joining rank's pull (seconds: with the check; pullSeconds: without).
 Status publishJoin(Store& store, int step, int rank, double seconds, double pullSeconds,
                    uint64_t bytes, uint64_t version);
-// Every rank's transfer window in the join step (steady-clock seconds).
+// An inference rank's transfer window in the join step (steady-clock seconds).
 Status publishWindow(Store& store, int step, int rank, double tStart, double tEnd);
-Status gatherJoin(Store& store, int step, const std::vector<int>& ranks, int world,
-                  double timeoutSeconds, ExecReport& report);
+// `ranks` joined; `others` are the other engines' ranks.
+Status gatherJoin(Store& store, int step, const std::vector<int>& ranks,
+                  const std::vector<int>& others, double timeoutSeconds, ExecReport& report);
 
 }  // namespace tide::exec

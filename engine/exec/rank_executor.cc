@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <span>
@@ -618,10 +619,20 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
     }
   }
   if (storePath_ && step == options_.store.joinStep + 1) {
-    TIDE_RETURN_IF_ERROR(publishWindow(store_, step, rank_, out.tStart, out.tEnd));
+    const auto& joining = options_.store.joinRanks;
+    std::vector<int> others;  // the engines that kept serving
+    for (int r = 0; r < world; ++r) {
+      if (plan_.ranks[r].role != plan::Role::kTrainer &&
+          std::find(joining.begin(), joining.end(), r) == joining.end()) {
+        others.push_back(r);
+      }
+    }
+    if (std::find(others.begin(), others.end(), rank_) != others.end()) {
+      TIDE_RETURN_IF_ERROR(publishWindow(store_, step, rank_, out.tStart, out.tEnd));
+    }
     if (rank_ == 0 && options_.report) {
-      TIDE_RETURN_IF_ERROR(gatherJoin(store_, step, options_.store.joinRanks, world,
-                                      options_.timeoutSeconds, *options_.report));
+      TIDE_RETURN_IF_ERROR(
+          gatherJoin(store_, step, joining, others, options_.timeoutSeconds, *options_.report));
     }
   }
   return out;

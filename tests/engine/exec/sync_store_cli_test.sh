@@ -82,7 +82,7 @@ j = json.load(open(sys.argv[1]))
 assert j["join"]["step"] == 2 and j["join"]["version"] == 1, j["join"]
 assert j["join"]["bytes"] > 0 and len(j["join"]["ranks"]) == 2, j["join"]
 assert j["join"]["seconds"] > j["join"]["pull_seconds"] > 0, j["join"]
-assert j["join"]["others_transfer_seconds"] > 0, j["join"]
+assert j["join"]["other_engines_seconds"] > 0, j["join"]
 PYEOF
 
 # A tampered manifest is caught.
