@@ -35,16 +35,15 @@ RegionBox gridOf(const RegionBox& box, uint32_t block) {
   return g;
 }
 
-// Calls fn(index) for the first element of every row (last dim) of `box`.
+// Calls fn(index) for every index of the first `dims` dims of `box` (the
+// others at lo), row-major, while fn returns true.
 template <typename Fn>
-void forEachRow(const RegionBox& box, Fn&& fn) {
-  const int nd = box.ndim;
+void forEachIndex(const RegionBox& box, int dims, Fn&& fn) {
   if (box.volume() == 0) return;
   Index idx{};
-  for (int d = 0; d < nd; ++d) idx[d] = box.lo[d];
-  while (true) {
-    fn(idx);
-    int d = nd - 2;
+  for (int d = 0; d < box.ndim; ++d) idx[d] = box.lo[d];
+  while (fn(idx)) {
+    int d = dims - 1;
     while (d >= 0) {
       if (++idx[d] < box.hi[d]) break;
       idx[d] = box.lo[d];
@@ -52,6 +51,15 @@ void forEachRow(const RegionBox& box, Fn&& fn) {
     }
     if (d < 0) return;
   }
+}
+
+// Calls fn(index) for the first element of every row (last dim) of `box`.
+template <typename Fn>
+void forEachRow(const RegionBox& box, Fn&& fn) {
+  forEachIndex(box, box.ndim - 1, [&](const Index& idx) {
+    fn(idx);
+    return true;
+  });
 }
 
 // Row-major offset of `idx` in `box` (elements).
@@ -100,9 +108,7 @@ Status quantizeBlocks(const RegionBox& box, const std::vector<uint64_t>& shape, 
   std::vector<uint8_t> q;
   Status status;
   // Every cell of the grid: one whole block, quantized alone.
-  Index cell{};
-  for (int d = 0; d < nd; ++d) cell[d] = grid.lo[d];
-  while (status.isOk()) {
+  forEachIndex(grid, nd, [&](const Index& cell) {
     RegionBox blk;
     blk.ndim = box.ndim;
     for (int d = 0; d < nd; ++d) {
@@ -112,14 +118,14 @@ Status quantizeBlocks(const RegionBox& box, const std::vector<uint64_t>& shape, 
     values.resize(blk.volume());
     q.resize(blk.volume());
     status = source(blk, values);
-    if (!status.isOk()) break;
+    if (!status.isOk()) return false;
     sync::Fp8BlockShape bs;
     bs.cols = static_cast<int64_t>(blk.hi[nd - 1] - blk.lo[nd - 1]);
     bs.rows = static_cast<int64_t>(blk.volume()) / bs.cols;
     bs.block = b;
     float scale = 0;
     status = sync::quantizeBf16ToE4m3(values, bs, q, std::span(&scale, 1));
-    if (!status.isOk()) break;
+    if (!status.isOk()) return false;
     std::memcpy(dstBase + scaleOffset(dst, cell), &scale, sizeof scale);
     // The part of the block inside `box`, row by row.
     RegionBox cut;
@@ -128,15 +134,8 @@ Status quantizeBlocks(const RegionBox& box, const std::vector<uint64_t>& shape, 
     forEachRow(cut, [&](const Index& at) {
       std::memcpy(dstBase + dst.offset + offsetIn(dst.box, at), q.data() + offsetIn(blk, at), len);
     });
-    // Next cell (odometer over the grid).
-    int d = nd - 1;
-    while (d >= 0) {
-      if (++cell[d] < grid.hi[d]) break;
-      cell[d] = grid.lo[d];
-      --d;
-    }
-    if (d < 0) break;
-  }
+    return true;
+  });
   return status.withContext("fp8: quantizing " + box.toString());
 }
 

@@ -18,7 +18,14 @@
 namespace tide::exec {
 namespace {
 
-class Executor : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+using Param = std::tuple<std::string, std::string>;  // backend, strategy
+class Executor : public ::testing::TestWithParam<Param> {};
+
+const auto kBackendsTimesStrategies =
+    ::testing::Combine(::testing::Values("tcp", "shm"), ::testing::Values("p2p", "broadcast"));
+std::string paramName(const ::testing::TestParamInfo<Param>& info) {
+  return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+}
 
 TEST_P(Executor, TwoUpdatesBitExact) {
   const auto& [backend, strategy] = GetParam();
@@ -56,12 +63,7 @@ TEST_P(Executor, TwoUpdatesBitExact) {
   EXPECT_EQ(evBytes, crossRank);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Executor,
-                         ::testing::Combine(::testing::Values("tcp", "shm"),
-                                            ::testing::Values("p2p", "broadcast")),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, Executor, kBackendsTimesStrategies, paramName);
 
 TEST(ExecutorVerify, FlippedByteIsCaughtAndNamed) {
   for (const char* strategy : {"p2p", "broadcast"}) {
@@ -148,12 +150,7 @@ TEST_P(ExecutorFp8, TwoUpdatesBitExact) {
   EXPECT_GT(fp8, 0u) << "the plan has FP8 targets";
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, ExecutorFp8,
-                         ::testing::Combine(::testing::Values("tcp", "shm"),
-                                            ::testing::Values("p2p", "broadcast")),
-                         [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, ExecutorFp8, kBackendsTimesStrategies, paramName);
 
 TEST(ExecutorVerify, Fp8FlippedByteIsCaught) {
   PlanFixture s("p2p", 64 * 1024, workloads::DType::kFP8E4M3);
