@@ -582,6 +582,10 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
     const uint64_t n = layouts_[rank_].spaceBytes(Space::kInfer);
     if (n > 0) buffer(Space::kInfer)[n / 2] ^= 0x01;
   }
+  // Every transfer ends before any rank verifies: verification recomputes
+  // the shard from the generator (CPU-bound, seconds) and, on shared cores,
+  // would slow the relays and writers still running.
+  if (ts.isOk()) ts = storeBarrier(store_, tag + "transferred", world, options_.timeoutSeconds);
   Status vs = ts;
   if (ts.isOk() && serving_) {  // a rank that has not joined holds nothing yet
     const double v0 = now();
