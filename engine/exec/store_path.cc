@@ -90,7 +90,7 @@ Result<std::unique_ptr<StorePath>> StorePath::create(const plan::TransferPlan& p
     }
     p->units_.push_back(Unit{schedule.in[u].src, static_cast<uint32_t>(u), g.runs});
   }
-  if (!p->units_.empty()) {
+  if (!p->units_.empty() && !options.readIntoShard) {
     p->shadowBytes_ = layouts[p->rank_].spaceBytes(Space::kInfer);
     p->shadow_ = std::make_unique<uint8_t[]>(p->shadowBytes_);
     TIDE_ASSIGN_OR_RETURN(auto region, transport.registerRegion(p->shadow_.get(), p->shadowBytes_));
@@ -407,6 +407,16 @@ Status StorePath::readStep(uint64_t version, const Buffers& buffers, StoreCounte
 
 Result<std::vector<uint32_t>> StorePath::readVersion(uint64_t version, const Buffers& buffers,
                                                      StoreCounters& counters) {
+  // Into the staging shadow, or straight into the shard the caller gave
+  // (readIntoShard: the shard is itself a shadow that nobody reads).
+  uint8_t* readBase = shadow_.get();
+  uint32_t readRegion = shadowId_;
+  if (options_.readIntoShard) {
+    if (!hasShardRegion_) return TIDE_ERROR(Code::kInternal, "store: no shard region to read into");
+    readBase = buffers[static_cast<int>(Space::kInfer)];
+    readRegion = shardRegion_;
+    localBase_[readRegion] = readBase;
+  }
   const StoreLayout& l = layout_;
   auto got = store_.get(storeKey(version, "commit"), options_.timeoutSeconds);
   if (!got.isOk()) {
@@ -452,7 +462,7 @@ Result<std::vector<uint32_t>> StorePath::readVersion(uint64_t version, const Buf
       }
       transport::Request q;
       q.op = transport::Op::kRead;
-      q.localRegion = shadowId_;
+      q.localRegion = readRegion;
       q.localOffset = pc.dstOffset;
       q.peer = l.hostOf(it->first);
       q.remoteRegion = segIds_[it->first];
@@ -487,7 +497,7 @@ Result<std::vector<uint32_t>> StorePath::readVersion(uint64_t version, const Buf
                                              " has no hash for unit " + std::to_string(u.unit) +
                                              " of rank " + std::to_string(rank_));
     }
-    if (runsHash(shadow_.get(), u.runs, true) != it->second) {
+    if (runsHash(readBase, u.runs, true) != it->second) {
       return TIDE_ERROR(Code::kDataLoss, "store: rank " + std::to_string(rank_) +
                                              " read a torn or corrupted "
                                              "fragment (version " +
@@ -498,8 +508,10 @@ Result<std::vector<uint32_t>> StorePath::readVersion(uint64_t version, const Buf
     }
   }
   uint8_t* dst = buffers[static_cast<int>(Space::kInfer)];
-  for (const Piece& pc : pieces_) {
-    std::memcpy(dst + pc.dstOffset, shadow_.get() + pc.dstOffset, pc.bytes);
+  if (readBase != dst) {
+    for (const Piece& pc : pieces_) {
+      std::memcpy(dst + pc.dstOffset, readBase + pc.dstOffset, pc.bytes);
+    }
   }
   return found;
 }

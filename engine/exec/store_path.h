@@ -61,6 +61,10 @@ struct StorePathOptions {
   // ... or once version `loseStep` is placed, before the trainers write it:
   // the import is placed again without the node (store_coordinator.h).
   bool loseDuringImport = false;
+  // Readers READ straight into buffers[kInfer] (registered as the region
+  // given by readInto()) instead of a staging shadow of their own: for a
+  // shard that is already a shadow (the version switch).
+  bool readIntoShard = false;
   std::string catalogJson;  // coordinator: the catalog after each version goes here
   // Elastic join (`tide sync --join-engine-at-step`): these inference ranks
   // start empty and sit out versions 0..joinStep; the coordinator then
@@ -109,6 +113,11 @@ class StorePath {
     return isJoiner(rank_) && static_cast<int64_t>(version) == options_.joinStep + 1;
   }
 
+  // readIntoShard: the region of the buffers[kInfer] the next reads go to.
+  void readInto(uint32_t region) {
+    shardRegion_ = region;
+    hasShardRegion_ = true;
+  }
   uint64_t shadowBytes() const { return shadowBytes_; }
   uint64_t segmentBytes() const { return options_.segmentBytes; }
 
@@ -170,6 +179,8 @@ class StorePath {
   uint64_t shadowBytes_ = 0;
   uint32_t shadowId_ = 0;
   bool shadowRegistered_ = false;
+  uint32_t shardRegion_ = 0;  // readIntoShard
+  bool hasShardRegion_ = false;
   std::set<uint32_t> down_;                 // nodes this reader found gone
   std::set<uint32_t> reported_;             // of those, the ones already reported
   std::map<uint32_t, uint8_t*> localBase_;  // local region id -> memory (copies to self)
