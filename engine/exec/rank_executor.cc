@@ -589,7 +589,7 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   // Every transfer ends before any rank verifies: verification recomputes
   // the shard from the generator (CPU-bound, seconds) and, on shared cores,
   // would slow the relays and writers still running.
-  // BARRIER-OFF if (ts.isOk()) ts = storeBarrier(store_, tag + "transferred", world, options_.timeoutSeconds);
+  if (ts.isOk()) ts = storeBarrier(store_, tag + "transferred", world, options_.timeoutSeconds);
   Status vs = ts;
   if (ts.isOk() && serving_) {  // a rank that has not joined holds nothing yet
     const double v0 = now();
