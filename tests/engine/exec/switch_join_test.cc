@@ -154,31 +154,42 @@ TEST(ShadowSwitch, DeltaUpdatesAreRefused) {
       << r.status().toString();
 }
 
-// A torn read in the background (store, switch): the update fails and
-// every inference rank still serves version 0, which it holds intact.
-TEST(ShadowSwitch, AFaultDuringTheBackgroundTransferLeavesTheLiveVersion) {
+// A fault in the background transfer (switch): the update fails and every
+// inference rank still serves version 0, which it holds intact. Store: a
+// reader's READ flipped in flight; p2p: a trainer's first WRITE flipped.
+void faultLeavesTheLiveVersion(UpdateMode mode) {
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
-  ExecOptions eo = switchOptions(UpdateMode::kStore, 1, 5 * kTimeScale).exec;
-  int reader = -1;
-  for (size_t r = 0; r < s.plan.ranks.size() && reader < 0; ++r) {
-    if (s.plan.ranks[r].role != plan::Role::kTrainer) reader = static_cast<int>(r);
+  ExecOptions eo = switchOptions(mode, 1, 5 * kTimeScale).exec;
+  const plan::Role role =
+      mode == UpdateMode::kStore ? plan::Role::kInference : plan::Role::kTrainer;
+  int faulty = -1;
+  for (size_t r = 0; r < s.plan.ranks.size() && faulty < 0; ++r) {
+    if (s.plan.ranks[r].role == role) faulty = static_cast<int>(r);
   }
-  ASSERT_GE(reader, 0);
-  // A clean run tells how many requests the reader makes before update 1.
-  auto clean = oneUpdate(s, w, eo, reader, {});
+  ASSERT_GE(faulty, 0);
+  // A clean run tells how many requests that rank makes before update 1.
+  auto clean = oneUpdate(s, w, eo, faulty, {});
   for (const auto& o : clean) ASSERT_TRUE(o.step.isOk()) << o.step.toString();
-  EXPECT_EQ(clean[reader].served.version, 1);
+  for (const auto& o : clean) EXPECT_TRUE(!o.reader || o.served.version == 1);
   transport::fakes::FaultPlan f;
-  f.corruptRequest = clean[reader].requestsAfterSetup + 1;
-  auto torn = oneUpdate(s, w, eo, reader, f);
-  EXPECT_EQ(torn[reader].step.code(), Code::kDataLoss) << torn[reader].step.toString();
+  f.corruptRequest = clean[faulty].requestsAfterSetup + 1;
+  auto torn = oneUpdate(s, w, eo, faulty, f);
   for (size_t r = 0; r < torn.size(); ++r) {
     if (!torn[r].reader) continue;
     EXPECT_FALSE(torn[r].step.isOk()) << r;
     EXPECT_EQ(torn[r].served.version, 0) << "rank " << r << " switched after a failed update";
     EXPECT_TRUE(torn[r].onV0) << "rank " << r << " live copy changed";
   }
+  EXPECT_EQ(torn[faulty].step.code(), Code::kDataLoss) << torn[faulty].step.toString();
+}
+
+TEST(ShadowSwitch, AFaultDuringABackgroundStoreReadLeavesTheLiveVersion) {
+  faultLeavesTheLiveVersion(UpdateMode::kStore);
+}
+
+TEST(ShadowSwitch, AFaultDuringBackgroundP2pWritesLeavesTheLiveVersion) {
+  faultLeavesTheLiveVersion(UpdateMode::kFull);
 }
 
 std::vector<int> lastEngine(const PlanFixture& s) {
