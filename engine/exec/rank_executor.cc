@@ -396,6 +396,10 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
   std::vector<transport::Request> reqs;
   bool dirty = true;
   double lastProgress = now();
+  // How long an idle round blocks: doubled while nothing moves (up to 2 ms),
+  // so that many ranks on few cores leave the CPU to the threads that move
+  // bytes; an arrival still wakes the wait at once.
+  double idleWait = 0.0002;
 
   while (leftOut > 0 || leftLocal > 0 || leftIn > 0) {
     bool progress = false;
@@ -493,7 +497,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
       progress = true;
     }
     // Arrivals: block briefly only when nothing else moved.
-    double wait = progress ? 0.0 : (flights.empty() && leftIn > 0 ? 0.005 : 0.0002);
+    double wait = progress ? 0.0 : (flights.empty() && leftIn > 0 ? 0.005 : idleWait);
     while (leftIn > 0) {
       auto n = transport_.waitNotification(wait);
       if (!n.isOk()) {
@@ -517,7 +521,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     if (!flights.empty() && !progress && leftIn == 0) {
       // Only our own batches remain: let the transport finish them (a
       // finished batch is forgotten by wait(), so it is complete here).
-      Status w = transport_.wait(flights.front().id, 0.0005);
+      Status w = transport_.wait(flights.front().id, std::max(idleWait, 0.0005));
       if (w.isOk()) {
         TIDE_RETURN_IF_ERROR(finish(0));
         progress = true;
@@ -526,6 +530,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
       }
     }
     const double t = now();
+    idleWait = progress ? 0.0002 : std::min(2 * idleWait, 0.002);
     if (progress) {
       lastProgress = t;
     } else if (t - lastProgress > options_.timeoutSeconds) {
