@@ -24,6 +24,7 @@
 #include "engine/plan/lower_bound.h"
 #include "engine/transport/registry.h"
 #include "harness/command.h"
+#include "harness/sync_replay.h"
 #include "harness/workload_options.h"
 #include "traces/event_writer.h"
 
@@ -40,6 +41,7 @@ struct SyncArgs {
   std::string json;
   std::string trace;   // append events to an existing trace file
   std::string events;  // write events to a new file
+  std::string replay;  // a trace whose versions the updates are
   std::string ranks = "auto";
   std::string inferDtype = "bf16";
   double timeout = 120;
@@ -69,6 +71,7 @@ struct Prepared {
   bool emulated = false;
   std::string strategy;  // as asked for (disk-delta runs on p2p's plan)
   exec::UpdateMode mode = exec::UpdateMode::kFull;
+  ReplaySource replay;  // the generator's parameters and routing
 };
 
 Result<Prepared> prepare(const SyncArgs& a) {
@@ -118,6 +121,7 @@ Result<Prepared> prepare(const SyncArgs& a) {
     p.mode = exec::UpdateMode::kSparse;
   }
   TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
+  TIDE_ASSIGN_OR_RETURN(p.replay, loadReplay(a.replay, p.w->spec, p.w->inventory, a.steps));
   Workload& w = *p.w;
   TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
   if (p.mode == exec::UpdateMode::kStore) {
@@ -279,6 +283,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   j["train"] = p.w->train.toString();
   j["infer"] = p.w->infer.toString();
   j["infer_dtype"] = workloads::dtypeName(p.w->spec.inferDtype);
+  if (!p.replay.path.empty()) j["replay"] = p.replay.path;
   j["cluster"] = p.w->cluster.name;
   j["ranks"] = p.plan.ranks.size();
   j["ranks_as"] = mode;
@@ -384,6 +389,7 @@ std::vector<std::string> workerArgv(const SyncArgs& a) {
   if (o.colocated) v.push_back("--colocated");
   if (a.poison) v.push_back("--poison");
   if (a.sparse) v.push_back("--sparse");
+  if (!a.replay.empty()) v.insert(v.end(), {"--replay", a.replay});
   for (const std::string& s :
        {std::string("--store-lose-node"), std::to_string(a.store.loseNode),
         std::string("--store-nodes"), std::to_string(a.store.nodes),
@@ -431,7 +437,7 @@ void runWorker(const SyncArgs& a) {
   c.store = &transportStore;
   auto t = orThrow(transport::createTransport(c));
   auto layouts = orThrow(exec::RankLayout::buildAll(p.plan));
-  workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
+  workloads::SyntheticWeights weights(p.w->inventory, p.replay.routing, p.replay.rl, a.steps);
   traces::MemoryEventSink events;
   exec::RankRunOptions o = runOptions(a, p);
   exec::ExecReport extra;
@@ -485,7 +491,7 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
                                  "--cluster h800-roce:nodes=2, in the SoftRoCE guest)"));
   }
   if (!processes) {
-    workloads::SyntheticWeights weights(p.w->inventory, {}, workloads::RlConfig{}, a.steps);
+    workloads::SyntheticWeights weights(p.w->inventory, p.replay.routing, p.replay.rl, a.steps);
     traces::MemoryEventSink events;
     bool wantEvents = !a.events.empty() || !a.trace.empty();
     exec::RankRunOptions o = runOptions(a, p);
@@ -547,6 +553,9 @@ void addSyncCommand(CLI::App& app) {
   cmd->add_option("--steps", a->steps, "weight updates to run")->capture_default_str();
   cmd->add_option("--json", a->json, "write the result (schema tide.sync/1)");
   cmd->add_option("--trace", a->trace, "append transfer events to this trace file");
+  cmd->add_option("--replay", a->replay,
+                  "update to the versions of this trace (tide trace gen): its seed, AdamW "
+                  "settings and routing");
   cmd->add_option("--events", a->events, "write transfer events to a new trace file");
   cmd->add_option("--ranks", a->ranks, "auto | threads | processes")->capture_default_str();
   cmd->add_option("--infer-dtype", a->inferDtype, "bf16 (default) | model")->capture_default_str();

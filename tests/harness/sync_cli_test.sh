@@ -54,4 +54,17 @@ bad "FP8 inference weights take full updates" --infer-dtype model --sparse
 [ "$(wc -l < "$dir/out")" -eq 1 ] && grep -q "rdma bypasses" "$dir/out" ||
   { cat "$dir/out"; fail "emulated rdma: not one clear line"; }
 bad "scale" --scale 0
+# --replay: the versions of a trace from `tide trace gen` (its seed, AdamW
+# settings and routing), sparse p2p, verified; a trace of another model is
+# refused with the flags that fit.
+"$TIDE" trace gen --model tiny-moe --steps 2 --out "$dir/t.h5" > "$dir/out" 2>&1 ||
+  { cat "$dir/out"; fail "trace gen"; }
+"$TIDE" sync "${small[@]}" --replay "$dir/t.h5" --steps 2 --sparse --json "$dir/r.json" \
+  > "$dir/out" 2>&1 || { cat "$dir/out"; fail "replay"; }
+"$PY" -c 'import json, sys; j = json.load(open(sys.argv[1])); assert j["verified"] is True and j["replay"] == sys.argv[2] and len(j["steps"]) == 2, j' \
+  "$dir/r.json" "$dir/t.h5" || fail "replay json"
+"$TIDE" sync --model kimi-k2 --scale 512 --train tp=2,pp=2,ep=2 --infer engines=1,tp=4,ep=4 \
+  --cluster h800-roce:nodes=2 --replay "$dir/t.h5" --steps 1 > "$dir/out" 2>&1 && fail "accepted: replay of another model"
+grep -q -- "--model tiny-moe --scale 1" "$dir/out" || { cat "$dir/out"; fail "replay mismatch message"; }
+bad "trace has 2 RL steps" --replay "$dir/t.h5" --steps 3
 echo "PASS"
