@@ -18,6 +18,7 @@
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "tests/sanitizers.h"
 
 #ifndef TIDE_SOURCE_DIR
 #define TIDE_SOURCE_DIR "."
@@ -45,7 +46,6 @@ TEST(KimiK2, BroadcastWithin15PercentOfPublished) {
   ASSERT_TRUE(b.isOk()) << b.status().toString();
   printStrategyResult(*b, kimi());
   EXPECT_NEAR(b->seconds, kBroadcast, 0.15 * kBroadcast);
-  EXPECT_LT(b->wallSeconds, 10.0);
 }
 
 TEST(KimiK2, P2pBeatsBroadcastAndRespectsItsLowerBound) {
@@ -55,7 +55,17 @@ TEST(KimiK2, P2pBeatsBroadcastAndRespectsItsLowerBound) {
   printStrategyResult(*p, kimi());
   EXPECT_LT(p->seconds, b->seconds);
   EXPECT_GE(p->seconds, p->lowerBoundSeconds);
-  EXPECT_LT(p->wallSeconds, 10.0);
+}
+
+TEST(KimiK2, EachSimulationUnderTenSeconds) {
+  if (tide::testing::kAnySanitizer)
+    GTEST_SKIP() << "skipped: a sanitizer build simulates several times slower (asan measured "
+                    "26 s); the default build checks the 10 s bound";
+  for (const char* strategy : {"broadcast", "p2p"}) {
+    auto r = simulate(kimi(), strategy);
+    ASSERT_TRUE(r.isOk()) << r.status().toString();
+    EXPECT_LT(r->wallSeconds, 10.0) << strategy;
+  }
 }
 
 TEST(KimiK2, P2pWithin15PercentOfPublishedAndRatio) {

@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "engine/core/clock.h"
+#include "tests/sanitizers.h"
 #include "traces/change_summary.h"
 #include "traces/generator.h"
 #include "traces/trace_file.h"
@@ -44,9 +45,14 @@ TEST(KimiTrace, FullSize100StepsUnder60sOnTwoCores) {
       "kimi-k2 100 steps: %.1f CPU s (%.1f s on 2 cores), %.1f s wall; changed/step %.3f %% "
       "+- %.3f %%\n",
       cpu, cpu / 2, wall, 100 * s.total.changedPerStep, 100 * s.total.halfWidth95);
-  EXPECT_LT(cpu, 120.0) << "more than 60 s of work for 2 cores";
   EXPECT_GT(s.total.changedPerStep, 0.005);
   EXPECT_LT(s.total.changedPerStep, 0.05);
+  if (tide::testing::kAnySanitizer) {
+    GTEST_SKIP() << "skipped: the 120 CPU s bound (took " << cpu
+                 << " s): a sanitizer build runs several times slower; the default build "
+                    "checks it (the trace itself was checked above)";
+  }
+  EXPECT_LT(cpu, 120.0) << "more than 60 s of work for 2 cores";
 }
 
 }  // namespace
