@@ -13,9 +13,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 . "$(dirname "$0")/kill_rank.sh"
 base=(--model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
       --cluster h100-ib-8x400:nodes=4 --bucket 64KiB --streams 1)
-tiny=("${base[@]}" --timeout 60 --ranks threads)
+scale=${TIDE_TEST_TIME_SCALE:-1}  # sanitizer builds run slower (tests/CMakeLists.txt)
+tiny=("${base[@]}" --timeout $((60 * scale)) --ranks threads)
 kimi=(--model kimi-k2 --scale 256 --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
-      --cluster h100-ib-8x400:nodes=4 --bucket 8MiB --streams 1 --timeout 120 --ranks threads)
+      --cluster h100-ib-8x400:nodes=4 --bucket 8MiB --streams 1 --timeout $((120 * scale))
+      --ranks threads)
 
 check_json() {  # file strategy steps min-ratio
   "$PY" - "$@" <<'PYEOF' || fail "json $1"
