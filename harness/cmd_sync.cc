@@ -529,6 +529,7 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
     lo.env[kNetnsEnv] = cluster->prefix();
   }
   Result<int> code = 130;
+  lo.interrupted = &gInterrupted;  // a Ctrl-C before the launcher's handlers are in
   if (!gInterrupted) code = exec::launch(lo);
   if (cluster) {
     Status s = cluster->teardown();

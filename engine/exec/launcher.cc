@@ -161,6 +161,9 @@ Result<int> launch(const LaunchOptions& o) {
   if (::pipe2(sp, O_CLOEXEC | O_NONBLOCK) != 0) return TIDE_ERRNO("pipe");
   UniqueFd sigRead(sp[0]), sigWrite(sp[1]);
   SignalGuard guard(sigWrite.get());
+  // From here on a signal reaches the pipe; one the caller caught before is
+  // put there too, so that it is handled like any other.
+  if (o.interrupted && o.interrupted->load()) onSignal(SIGINT);
 
   std::vector<char*> argv;
   for (auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));

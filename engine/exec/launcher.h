@@ -7,6 +7,7 @@
 // SIGKILL after a grace period). Ctrl-C (SIGINT/SIGTERM to the launcher) is
 // forwarded to every rank the same way.
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct LaunchOptions {
   std::map<std::string, std::string> env;  // extra variables for every rank
   int outFd = 1;                           // where prefixed stdout lines go
   int errFd = 2;                           // where prefixed stderr lines and notes go
+  // A caller's own Ctrl-C flag, set by its handler before launch() installs
+  // the launcher's: a signal in between counts as an interrupt of the launch.
+  const std::atomic<bool>* interrupted = nullptr;
 };
 
 // Runs the ranks to completion. Returns the exit code to propagate: 0 when

@@ -121,5 +121,17 @@ TEST(Launcher, InterruptStopsEveryRank) {
   EXPECT_NE(std::string::npos, c.stderrText().find("interrupted"));
 }
 
+TEST(Launcher, InterruptCaughtBeforeTheLaunchStopsIt) {
+  // A Ctrl-C the caller's handler caught before launch() installed its own.
+  Captured c;
+  std::atomic<bool> interrupted{true};
+  LaunchOptions o = options(2, {TIDE_STORE_RANK_HELPER, "hang"}, c);
+  o.interrupted = &interrupted;
+  Stopwatch sw;
+  EXPECT_EQ(130, orThrow(launch(o)));
+  EXPECT_LT(sw.seconds(), 10);
+  EXPECT_NE(std::string::npos, c.stderrText().find("interrupted"));
+}
+
 }  // namespace
 }  // namespace tide::exec
