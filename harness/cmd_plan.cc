@@ -27,12 +27,23 @@ double peakRssBytes() {
   return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
 }
 
+// Process CPU time (user + system): planning is single-threaded, and unlike
+// wall time it does not grow with what else the host runs.
+double cpuSeconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec * 1e-6;
+}
+
 void runPlan(const PlanArgs& a) {
   Stopwatch sw;
+  const double cpu0 = cpuSeconds();
   auto w = orThrow(loadWorkload(a.workload));
   const double reshardSeconds = sw.seconds();
   auto p = orThrow(w->strategy->makePlan(w->problem()));
   const double planSeconds = sw.seconds();
+  const double planCpuSeconds = cpuSeconds() - cpu0;
   auto lb = orThrow(plan::lowerBound(p, boundCluster(w->cluster)));
   const auto s = p.summarize();
   const double rss = peakRssBytes();
@@ -65,14 +76,15 @@ void runPlan(const PlanArgs& a) {
   for (const auto* l : {&lb.nicTx, &lb.nicRx, &lb.nvlink, &lb.pcie, &lb.fabric}) {
     if (!l->name.empty()) std::printf("          %-28s %.4f s\n", l->name.c_str(), l->seconds());
   }
-  std::printf("planning  %.2f s (reshard %.2f s), peak RSS %.0f MB\n", planSeconds, reshardSeconds,
-              rss / 1e6);
+  std::printf("planning  %.2f s (reshard %.2f s), %.2f s CPU, peak RSS %.0f MB\n", planSeconds,
+              reshardSeconds, planCpuSeconds, rss / 1e6);
 
   if (!a.json.empty()) {
     auto j = p.toJson();
     j["summary"] = s.toJson();
     j["lower_bound"] = lb.toJson();
     j["planning_seconds"] = planSeconds;
+    j["planning_cpu_seconds"] = planCpuSeconds;
     j["peak_rss_bytes"] = rss;
     std::ofstream out(a.json);
     out << j.dump() << "\n";
