@@ -19,6 +19,7 @@ namespace tide::exec {
 namespace {
 
 using Param = std::tuple<std::string, std::string>;  // backend, strategy
+constexpr int kLastRank = -2;  // runFp8Once: corrupt the plan's last rank (an inference rank)
 class Executor : public ::testing::TestWithParam<Param> {};
 
 const auto kBackendsTimesStrategies =
@@ -152,28 +153,31 @@ TEST_P(ExecutorFp8, TwoUpdatesBitExact) {
 
 INSTANTIATE_TEST_SUITE_P(Backends, ExecutorFp8, kBackendsTimesStrategies, paramName);
 
-TEST(ExecutorVerify, Fp8FlippedByteIsCaught) {
+// One FP8 p2p update of tiny-moe over shm, threads, with `o`'s options.
+Result<std::vector<StepStats>> runFp8Once(RankRunOptions o) {
   PlanFixture s("p2p", 64 * 1024, workloads::DType::kFP8E4M3);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
   transport::TransportConfig c;
   c.backend = "shm";
+  if (o.exec.corruptRank == kLastRank)
+    o.exec.corruptRank = static_cast<int>(s.plan.ranks.size()) - 1;
+  return runThreads(s.plan, w, c, o, nullptr);
+}
+
+TEST(ExecutorVerify, Fp8FlippedByteIsCaught) {
   RankRunOptions o;
   o.exec.timeoutSeconds = 30;
-  o.exec.corruptRank = static_cast<int>(s.plan.ranks.size()) - 1;
-  auto r = runThreads(s.plan, w, c, o, nullptr);
+  o.exec.corruptRank = kLastRank;
+  auto r = runFp8Once(o);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kDataLoss) << r.status().toString();
 }
 
 TEST(ExecutorVerify, Fp8DeltaUpdatesAreRefusedWithReason) {
-  PlanFixture s("p2p", 64 * 1024, workloads::DType::kFP8E4M3);
-  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
-  transport::TransportConfig c;
-  c.backend = "shm";
   RankRunOptions o;
   o.exec.timeoutSeconds = 10;
   o.exec.mode = UpdateMode::kSparse;
-  auto r = runThreads(s.plan, w, c, o, nullptr);
+  auto r = runFp8Once(o);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kUnimplemented) << r.status().toString();
   EXPECT_NE(r.status().message().find("FP8"), std::string::npos) << r.status().toString();
