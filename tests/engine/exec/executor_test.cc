@@ -28,19 +28,26 @@ std::string paramName(const ::testing::TestParamInfo<Param>& info) {
   return std::get<0>(info.param) + "_" + std::get<1>(info.param);
 }
 
-TEST_P(Executor, TwoUpdatesBitExact) {
-  const auto& [backend, strategy] = GetParam();
-  PlanFixture s(strategy.c_str(), 64 * 1024);
+// Two updates of the fixture's plan, poisoned targets: a byte the transfer
+// misses cannot pass.
+std::vector<StepStats> twoUpdates(const PlanFixture& s, const std::string& backend,
+                                  traces::EventSink* events) {
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 2);
   transport::TransportConfig c;
   c.backend = backend;
   c.streams = 1;
   RankRunOptions o;
   o.steps = 2;
-  o.exec.poisonTargets = true;  // a byte the transfer misses cannot pass
+  o.exec.poisonTargets = true;
   o.exec.timeoutSeconds = 30;
+  return orThrow(runThreads(s.plan, w, c, o, events));
+}
+
+TEST_P(Executor, TwoUpdatesBitExact) {
+  const auto& [backend, strategy] = GetParam();
+  PlanFixture s(strategy.c_str(), 64 * 1024);
   traces::MemoryEventSink events;
-  auto stats = orThrow(runThreads(s.plan, w, c, o, &events));
+  auto stats = twoUpdates(s, backend, &events);
   ASSERT_EQ(stats.size(), 2u);
   const auto sum = s.plan.summarize();
   uint64_t crossRank = 0;
@@ -136,15 +143,7 @@ class ExecutorFp8 : public Executor {};
 TEST_P(ExecutorFp8, TwoUpdatesBitExact) {
   const auto& [backend, strategy] = GetParam();
   PlanFixture s(strategy.c_str(), 64 * 1024, workloads::DType::kFP8E4M3);
-  workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 2);
-  transport::TransportConfig c;
-  c.backend = backend;
-  c.streams = 1;
-  RankRunOptions o;
-  o.steps = 2;
-  o.exec.poisonTargets = true;
-  o.exec.timeoutSeconds = 30;
-  auto stats = orThrow(runThreads(s.plan, w, c, o, nullptr));
+  auto stats = twoUpdates(s, backend, nullptr);
   ASSERT_EQ(stats.size(), 2u);
   uint64_t fp8 = 0;
   for (const auto& h : s.plan.holdings) fp8 += h.dtype == workloads::DType::kFP8E4M3;
