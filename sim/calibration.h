@@ -19,10 +19,11 @@ struct Calibration {
   // (strategy_graphs.cc). Source: PyTorch eager per-op CPU overhead and CUDA
   // launch latency are each of the order of 5-10 us; taken as 10 us.
   double hostOpSeconds = 10e-6;
-  // An inference engine ingesting weights handed to it through its update API
-  // (per-bucket load_weights on every rank), bytes/s per rank; taken as
-  // 100 GB/s (device copies, tensor by tensor).
-  double engineIngestBps = 100e9;
+  // One step of a weight loader's name-matching loop in CPython (tuple unpack
+  // and a substring test, loader_scan.h). Source: that loop over Kimi-K2's
+  // 1,152-entry expert mapping timed with CPython 3.11's timeit, 45-72 ns a
+  // step (docs/sim.md, "Calibration"); taken as 50 ns.
+  double pyStepSeconds = 50e-9;
   // One control round trip to the inference engines (HTTP request, scheduler,
   // workers): per broadcast bucket, and for pause and for resume. 5 ms.
   double engineCallSeconds = 5e-3;

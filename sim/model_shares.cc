@@ -1,5 +1,7 @@
 #include "sim/model_shares.h"
 
+#include "sim/loader_scan.h"
+
 namespace tide::sim {
 
 ModelShares computeShares(const workloads::ModelSpec& model, const workloads::TrainLayout& train,
@@ -35,6 +37,10 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     bool kept = t.kind != workloads::TensorKind::kRoutedExpert;
     if (!kept) kept = t.expert % infer.ep == 0;  // the share of one EP rank
     s.keptTensors += kept ? 1 : 0;
+    double copies = fp8Wire && t.fp8Block > 0 ? 2 : 1;  // weight and its block scales
+    s.loadTensors += copies;
+    s.keptLoadTensors += kept ? copies : 0;
+    s.scanSteps += copies * loaderScanSteps(t, inv.experts);
     out.params += static_cast<double>(t.numel());
   }
   for (const auto& s : out.stages) {

@@ -185,8 +185,9 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
     TIDE_ASSIGN_OR_RETURN(double opUs, numField(*c, "host_op_us", k.hostOpSeconds * 1e6, origin));
     if (opUs < 0) return bad(origin, "calibration.host_op_us must be >= 0");
     k.hostOpSeconds = opUs * 1e-6;
-    TIDE_ASSIGN_OR_RETURN(k.engineIngestBps,
-                          rateField(*c, "engine_ingest", k.engineIngestBps, origin));
+    TIDE_ASSIGN_OR_RETURN(double stepNs, numField(*c, "py_step_ns", k.pyStepSeconds * 1e9, origin));
+    if (stepNs < 0) return bad(origin, "calibration.py_step_ns must be >= 0");
+    k.pyStepSeconds = stepNs * 1e-9;
     TIDE_ASSIGN_OR_RETURN(double callMs,
                           numField(*c, "engine_call_ms", k.engineCallSeconds * 1e3, origin));
     k.engineCallSeconds = callMs * 1e-3;
@@ -194,7 +195,7 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
     TIDE_ASSIGN_OR_RETURN(double pageUs,
                           numField(*c, "register_page_us", k.registerPerPageSeconds * 1e6, origin));
     k.registerPerPageSeconds = pageUs * 1e-6;
-    for (double v : {k.quantBps, k.engineIngestBps, k.postprocessBps}) {
+    for (double v : {k.quantBps, k.postprocessBps}) {
       if (v <= 0) return bad(origin, "calibration rates must be > 0");
     }
   }

@@ -9,13 +9,21 @@ namespace {
 
 // Eager tensor operations per checkpoint tensor in the per-tensor passes
 // (each costs Calibration::hostOpSeconds of host time). Conversion: rename
-// and split/concatenate (2) plus FP8 block quantization of the weight and
-// its scales (pad, view, abs, amax, clamp, scale, multiply, cast, scale
-// reshape, copy: 10). Replica loader: one call per tensor, and for a kept
-// tensor narrow, copy to pinned memory and the copy's synchronization.
-constexpr double kConvertOps = 12;
+// and split/concatenate (2), plus, only when FP8 goes on the wire, block
+// quantization of the weight and its scales (pad, view, abs, amax, clamp,
+// scale, multiply, cast, scale reshape, copy: 10); a bf16 update sends the
+// converted tensors as they are. Replica loader: one call per tensor, and
+// for a kept tensor narrow, copy to pinned memory and the copy's
+// synchronization.
+constexpr double kConvertOps = 2;
+constexpr double kQuantizeOps = 10;
 constexpr double kLoaderCallOps = 1;
 constexpr double kLoaderCopyOps = 3;
+// An engine rank receiving a broadcast bucket: per tensor an allocation and a
+// broadcast call (issued while the bytes arrive); its loader then narrows and
+// copies the tensors it keeps, on the device (no synchronization).
+constexpr double kReceiveOps = 2;
+constexpr double kEngineCopyOps = 2;
 
 struct Ctx {
   const Scenario& sc;
@@ -36,11 +44,30 @@ double gatherOps(double tensorsInBucket, int ep, double k) {
   return (2 + 2.0 * ep) * k + tensorsInBucket / ep * (ep + 1);
 }
 
+// Host time of a weight loader over `tensors` handed to it (a call each and
+// the name matching, loader_scan.h), `kept` of which it copies with
+// `copyOps` operations each.
+double loaderSeconds(const Ctx& x, double tensors, double kept, double copyOps, double steps) {
+  return (tensors * kLoaderCallOps + kept * copyOps) * x.sc.calib.hostOpSeconds +
+         steps * x.sc.calib.pyStepSeconds;
+}
+
 // Host time of one bucket before its quantization: gather bookkeeping and
 // the per-tensor conversion.
 double hostSeconds(const Ctx& x, double tensorsInBucket) {
-  return (gatherOps(tensorsInBucket, x.sc.train.ep, x.k) + tensorsInBucket * kConvertOps) *
+  double perTensor = kConvertOps + (x.sc.strategy.fp8Wire ? kQuantizeOps : 0);
+  return (gatherOps(tensorsInBucket, x.sc.train.ep, x.k) + tensorsInBucket * perTensor) *
          x.sc.calib.hostOpSeconds;
+}
+
+// FP8 quantization of `bytes` (training dtype) on `gpu` after `after`; a bf16
+// update has none, and the conversion task itself is returned.
+TaskId quantize(Ctx& x, int gpu, double bytes, TaskId after, uint16_t stage) {
+  if (!x.sc.strategy.fp8Wire) return after;
+  TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).quant)), bytes, 0, gpu, gpu, stage,
+                         TaskPath::kCompute);
+  x.g.dep(after, q);
+  return q;
 }
 
 // Orders `members` node by node, rotating each node's GPUs by `c`, so that
@@ -160,7 +187,7 @@ void buildBroadcast(Ctx& x, TaskId start) {
   uint16_t sQuant = x.g.stageId("quantize");
   uint16_t sCall = x.g.stageId("engine_call");
   uint16_t sBcast = x.g.stageId("broadcast");
-  uint16_t sIngest = x.g.stageId("engine_ingest");
+  uint16_t sLoad = x.g.stageId("engine_load");
   int32_t lock = x.g.addLock();
   std::vector<int> receivers;
   for (int i = 0; i < x.sc.infer.worldSize(); ++i) receivers.push_back(x.inferBase + i);
@@ -180,9 +207,7 @@ void buildBroadcast(Ctx& x, TaskId start) {
       TaskId conv = x.g.addDelay(hostSeconds(x, sb.tensors / nb), head, sConvert);
       x.g.dep(a1, conv);
       x.g.dep(a2, conv);
-      TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(head).quant)), bucket, 0, head, head,
-                             sQuant, TaskPath::kCompute);
-      x.g.dep(conv, q);
+      TaskId q = quantize(x, head, bucket, conv, sQuant);
       TaskId call = x.g.addDelay(x.sc.calib.engineCallSeconds * x.k, head, sCall);
       x.g.tasks()[call].acquire = lock;
       x.g.dep(q, call);
@@ -190,11 +215,19 @@ void buildBroadcast(Ctx& x, TaskId start) {
       TaskId bc = chainBroadcast(x, head, receivers, wire, call, sBcast);
       TaskId rel = x.g.addJoin();
       x.g.tasks()[rel].release = lock;
+      // Every engine rank receives the whole bucket and runs its loader over
+      // every tensor of it; one rank per engine stands for its peers.
+      double recvSec = sb.loadTensors / nb * kReceiveOps * x.sc.calib.hostOpSeconds;
+      double loadSec = loaderSeconds(x, sb.loadTensors / nb, sb.keptLoadTensors / nb,
+                                     kEngineCopyOps, sb.scanSteps / nb);
       for (int e = 0; e < x.sc.infer.engines; ++e) {
-        TaskId in = x.g.addDelay(wire / x.sc.calib.engineIngestBps, x.inferBase + e * x.sc.infer.tp,
-                                 sIngest);
-        x.g.dep(bc, in);
-        x.g.dep(in, rel);
+        int rank = x.inferBase + e * x.sc.infer.tp;
+        TaskId recv = x.g.addDelay(recvSec, rank, sLoad);
+        x.g.dep(call, recv);
+        TaskId ld = x.g.addDelay(loadSec, rank, sLoad);
+        x.g.dep(bc, ld);
+        x.g.dep(recv, ld);
+        x.g.dep(ld, rel);
       }
       prev = rel;
     }
@@ -258,7 +291,6 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
   uint16_t sReg = x.g.stageId("register");
   int per = tl.tp * tl.cp * tl.dp;
   bool pipelined = x.sc.strategy.pipelined;
-  double op = x.sc.calib.hostOpSeconds;
   TaskId allDone = x.g.addJoin();
   auto groups = assignTargets(x, per);
   for (int s = 0; s < tl.pp; ++s) {
@@ -269,12 +301,12 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     double fe = sb.train > 0 ? sb.trainExpert / sb.train : 0;
     double wireRatio = sb.train > 0 ? sb.wire / sb.train : 0;
     double shareFrac = sb.wire > 0 ? sb.share / sb.wire : 0;
-    double tensors = sb.tensors / nb, kept = sb.keptTensors / nb;
     // Host time per bucket: every rank converts and quantizes every gathered
-    // tensor; each replica load calls the loader on every tensor, and copies
-    // the kept ones (narrow, copy, synchronize).
-    double convertSec = hostSeconds(x, tensors);
-    double loadSecPerBucket = (tensors * kLoaderCallOps + kept * kLoaderCopyOps) * op;
+    // tensor; each replica load runs the loader over every tensor (and scale),
+    // and copies the kept ones (narrow, copy, synchronize).
+    double convertSec = hostSeconds(x, sb.tensors / nb);
+    double loadSecPerBucket = loaderSeconds(x, sb.loadTensors / nb, sb.keptLoadTensors / nb,
+                                            kLoaderCopyOps, sb.scanSteps / nb);
     // A replica parameter (e.g. all local experts' w13 of a layer) is loaded
     // and written once all its pieces arrived: gathered buckets interleave
     // the EP ranks' experts, so that is at the end of each layer.
@@ -318,10 +350,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         // A static schedule quantizes only what this rank sends; the RL
         // framework converts the whole gathered bucket on every rank.
         double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;
-        TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).quant)), qBytes, 0, gpu, gpu,
-                               sQuant, TaskPath::kCompute);
-        x.g.dep(conv, q);
-        TaskId prev = q;
+        TaskId prev = quantize(x, gpu, qBytes, conv, sQuant);
         double held = wire * shareFrac * pendingBuckets;  // one engine rank's new bytes
         for (size_t gi = 0; flush && gi < groups[r].size(); ++gi) {
           TaskId ld = x.g.addDelay(loadSecPerBucket * pendingBuckets, gpu, sLoad);

@@ -1,0 +1,22 @@
+#pragma once
+// Name matching in an inference engine's weight loader. SGLang's
+// load_weights for MoE models walks, for every checkpoint tensor it is
+// handed, a short list of stacked parameters (q/k/v, gate/up) and then the
+// expert mapping: one (expert, shard) entry per routed expert and projection,
+// expert-major, in gate, down, up order, tested by substring until the
+// tensor's entry. A tensor that is neither stacked nor an expert walks the
+// whole mapping. The number of entries tested is structure (it grows with
+// the expert count); each costs Calibration::pyStepSeconds.
+
+#include "workloads/tensor.h"
+
+namespace tide::sim {
+
+// Entries of the stacked-parameter list tested before the expert mapping.
+inline constexpr double kStackedEntries = 5;
+
+// Loop steps the loader spends matching `t`'s name in a model with
+// `experts` routed experts per MoE layer (0: a dense model).
+double loaderScanSteps(const workloads::TensorSpec& t, int experts);
+
+}  // namespace tide::sim
