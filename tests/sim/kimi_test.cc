@@ -3,8 +3,10 @@
 // each within 15 %, ratio 6.4-8.4; and each simulation under 10 s of CPU.
 //
 // The p2p figure is a known gap (docs/sim.md, "Known gap"): the mechanisms
-// modelled from the public implementation predict about 63 % of the
-// published time. Its reproduction check is reported as skipped with the
+// modelled from the public implementation predict about 72 % of the
+// published time. The same write-up published seven more configurations
+// (scenarios/published/): broadcast is checked against each of them within a
+// wider band, p2p's errors are reported. Its reproduction check is reported as skipped with the
 // gap unless TIDE_SIM_STRICT=1, so the suite stays green while the figure
 // stays visible; the checks that must hold whatever the gap (p2p beats
 // broadcast, is not below its own lower bound, runs fast) always run.
@@ -13,7 +15,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -82,6 +87,58 @@ TEST(KimiK2, P2pWithin15PercentOfPublishedAndRatio) {
   EXPECT_NEAR(p->seconds, kP2p, 0.15 * kP2p);
   EXPECT_GE(ratio, 6.4);
   EXPECT_LE(ratio, 8.4);
+}
+
+// Every published row other than the headline, simulated once.
+struct Row {
+  std::string name, strategy;
+  double simulated = 0, published = 0;
+  double error() const { return simulated / published - 1; }
+};
+
+const std::vector<Row>& publishedRows() {
+  static const std::vector<Row> rows = [] {
+    std::vector<Row> out;
+    for (const auto& entry : std::filesystem::directory_iterator(std::string(TIDE_SOURCE_DIR) +
+                                                                 "/scenarios/published")) {
+      auto sc = loadScenario(entry.path().string());
+      if (!sc.isOk()) throw StatusError(sc.status());
+      for (const auto& [strategy, published] : sc->published) {
+        auto r = simulate(*sc, strategy);
+        if (!r.isOk()) throw StatusError(r.status());
+        out.push_back({sc->name, strategy, r->seconds, published});
+        std::printf("%-16s %-9s simulated %7.3f s, published %7.3f s, error %+6.1f %%\n",
+                    sc->name.c_str(), strategy.c_str(), r->seconds, published,
+                    out.back().error() * 100);
+      }
+    }
+    return out;
+  }();
+  return rows;
+}
+
+// Broadcast within 30 % on every row (the headline's own check is 15 %).
+TEST(Published, BroadcastWithin30PercentOfEveryRow) {
+  int n = 0;
+  for (const Row& r : publishedRows()) {
+    if (r.strategy != "broadcast") continue;
+    EXPECT_LT(std::abs(r.error()), 0.30) << r.name;
+    ++n;
+  }
+  EXPECT_EQ(n, 7);
+}
+
+// p2p within 15 % on every row: the known gap, reported as skipped.
+TEST(Published, P2pWithin15PercentOfEveryRow) {
+  std::ostringstream gap;
+  for (const Row& r : publishedRows()) {
+    if (r.strategy == "p2p" && std::abs(r.error()) > 0.15)
+      gap << " " << r.name << " " << std::lround(r.error() * 100) << " %;";
+  }
+  if (!gap.str().empty() && !strict())
+    GTEST_SKIP() << "known gap (docs/sim.md): p2p outside 15 % on" << gap.str()
+                 << " TIDE_SIM_STRICT=1 makes this a failure";
+  EXPECT_TRUE(gap.str().empty()) << gap.str();
 }
 
 TEST(Scenarios, EveryShippedScenarioLoads) {
