@@ -35,8 +35,7 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     // A routed expert lives on one EP rank (split over MoE-TP there); every
     // other tensor is kept, whole or as a slice, by every rank.
     bool kept = t.kind != workloads::TensorKind::kRoutedExpert;
-    if (!kept) kept = t.expert % infer.ep == 0;  // the share of one EP rank
-    s.keptTensors += kept ? 1 : 0;
+    if (!kept) kept = t.expert % infer.ep == 0;         // the share of one EP rank
     double copies = fp8Wire && t.fp8Block > 0 ? 2 : 1;  // weight and its block scales
     s.loadTensors += copies;
     s.keptLoadTensors += kept ? copies : 0;

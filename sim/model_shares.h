@@ -16,8 +16,8 @@ struct StageBytes {
   double wire = 0;         // whole stage as sent (FP8 + scales, or training dtype)
   double share = 0;        // wire bytes one inference rank holds of this stage
   double tensors = 0;      // checkpoint (HF) tensors of the stage
-  double keptTensors = 0;  // of those, tensors one inference rank keeps a part of
-  // As handed to a weight loader: an FP8 tensor comes with its scale tensor.
+  // As handed to a weight loader (an FP8 tensor comes with its scale tensor),
+  // and of those the ones one inference rank keeps a part of.
   double loadTensors = 0;
   double keptLoadTensors = 0;
   double scanSteps = 0;  // loader name-matching steps over loadTensors (loader_scan.h)

@@ -301,9 +301,9 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     double fe = sb.train > 0 ? sb.trainExpert / sb.train : 0;
     double wireRatio = sb.train > 0 ? sb.wire / sb.train : 0;
     double shareFrac = sb.wire > 0 ? sb.share / sb.wire : 0;
-    // Host time per bucket: every rank converts and quantizes every gathered
-    // tensor; each replica load runs the loader over every tensor (and scale),
-    // and copies the kept ones (narrow, copy, synchronize).
+    // Host time per bucket: every rank converts (and, with FP8, quantizes)
+    // every gathered tensor; each replica load runs the loader over every
+    // tensor and scale, and copies the kept ones (narrow, copy, synchronize).
     double convertSec = hostSeconds(x, sb.tensors / nb);
     double loadSecPerBucket = loaderSeconds(x, sb.loadTensors / nb, sb.keptLoadTensors / nb,
                                             kLoaderCopyOps, sb.scanSteps / nb);
