@@ -1,12 +1,11 @@
 // `tide plan`: plan one weight update (reshard + strategy) and print its
 // summary, lower bound and bottleneck; --json writes the plan itself.
 
-#include <sys/resource.h>
-
 #include <cstdio>
 #include <fstream>
 
 #include "engine/core/clock.h"
+#include "engine/core/process_usage.h"
 #include "engine/core/units.h"
 #include "engine/plan/lower_bound.h"
 #include "harness/command.h"
@@ -21,29 +20,14 @@ struct PlanArgs {
   std::string json;
 };
 
-double peakRssBytes() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) * 1024.0;  // Linux reports KiB
-}
-
-// Process CPU time (user + system): planning is single-threaded, and unlike
-// wall time it does not grow with what else the host runs.
-double cpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec * 1e-6;
-}
-
 void runPlan(const PlanArgs& a) {
   Stopwatch sw;
-  const double cpu0 = cpuSeconds();
+  const double cpu0 = processCpuSeconds();  // planning is single-threaded
   auto w = orThrow(loadWorkload(a.workload));
   const double reshardSeconds = sw.seconds();
   auto p = orThrow(w->strategy->makePlan(w->problem()));
   const double planSeconds = sw.seconds();
-  const double planCpuSeconds = cpuSeconds() - cpu0;
+  const double planCpuSeconds = processCpuSeconds() - cpu0;
   auto lb = orThrow(plan::lowerBound(p, boundCluster(w->cluster)));
   const auto s = p.summarize();
   const double rss = peakRssBytes();

@@ -123,14 +123,11 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
       f.push_back({"Kimi-K2 transfer plan", std::string(s) + " lower bound", "s", lb, "", 0, part});
     }
     // The reshard planner's target (Kimi-K2 256 -> 256 plans in < 5 s), on
-    // CPU time where the plan has it (single-threaded: it moves with the
-    // machine, not with the other processes on it).
+    // CPU time (single-threaded: it moves with the machine, not with the
+    // other processes on it).
     if (num(j, "/planning_cpu_seconds", &ps)) {
       f.push_back({"Kimi-K2 transfer plan", std::string(s) + " planning CPU time", "s", ps,
                    "target", 5.0, part});
-    } else if (num(j, "/planning_seconds", &ps)) {
-      f.push_back({"Kimi-K2 transfer plan", std::string(s) + " planning time", "s", ps, "target",
-                   5.0, part});
     }
   }
   for (const char* kind : {"threads", "emulated"}) {

@@ -4,12 +4,12 @@
 // time, since the wall clock of a shared machine says little about the
 // generator; 2 cores give 120 CPU seconds in 60 s.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
 
 #include "engine/core/clock.h"
+#include "engine/core/process_usage.h"
 #include "tests/sanitizers.h"
 #include "traces/change_summary.h"
 #include "traces/generator.h"
@@ -18,24 +18,17 @@
 namespace tide::traces {
 namespace {
 
-double cpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         1e-6 * static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
 TEST(KimiTrace, FullSize100StepsUnder60sOnTwoCores) {
   GenerateOptions o;
   o.model = "kimi-k2";
   o.steps = 100;
   o.threads = 2;
-  const double cpu0 = cpuSeconds();
+  const double cpu0 = processCpuSeconds();
   Stopwatch sw;
   TraceData d = orThrow(generateTrace(o));
   const std::string path = ::testing::TempDir() + "tide_kimi_" + std::to_string(::getpid()) + ".h5";
   ASSERT_TRUE(writeTrace(path, d).isOk());
-  const double cpu = cpuSeconds() - cpu0, wall = sw.seconds();
+  const double cpu = processCpuSeconds() - cpu0, wall = sw.seconds();
   std::remove(path.c_str());
   ASSERT_FALSE(d.delta.exact);
   EXPECT_EQ(d.tensors.size(), 69975u);

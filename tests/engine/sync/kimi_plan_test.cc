@@ -5,11 +5,11 @@
 // next to the test, so here only a regression of 2x fails.
 
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 
 #include "engine/core/clock.h"
+#include "engine/core/process_usage.h"
 #include "engine/plan/lower_bound.h"
 #include "engine/sync/strategy.h"
 #include "tests/sanitizers.h"
@@ -17,19 +17,6 @@
 
 namespace tide::sync {
 namespace {
-
-double cpuSeconds() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
-         ru.ru_stime.tv_usec * 1e-6;
-}
-
-double peakRssGB() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss * 1024.0 / 1e9;
-}
 
 TEST(KimiPlan, FullSizeUnderTwoGBAndNoTimeRegression) {
   if (tide::testing::kAnySanitizer)
@@ -44,7 +31,7 @@ TEST(KimiPlan, FullSizeUnderTwoGBAndNoTimeRegression) {
   auto inv = workloads::buildInventory(spec);
   for (const char* name : {"p2p", "broadcast"}) {
     Stopwatch sw;
-    const double cpu0 = cpuSeconds();
+    const double cpu0 = processCpuSeconds();
     auto base = orThrow(plan::basePlan(inv, train, infer, plan::Placement{8, false}));
     auto reshard = orThrow(plan::planReshard(base));
     const double reshardS = sw.seconds();
@@ -52,9 +39,9 @@ TEST(KimiPlan, FullSizeUnderTwoGBAndNoTimeRegression) {
     auto p =
         orThrow(strategy->makePlan(SyncProblem{&base, &reshard, &cluster, &train, &infer, {}}));
     const double seconds = sw.seconds();
-    const double cpu = cpuSeconds() - cpu0;
+    const double cpu = processCpuSeconds() - cpu0;
     auto lb = orThrow(plan::lowerBound(p, cluster));
-    const double rss = peakRssGB();
+    const double rss = peakRssBytes() / 1e9;
     std::printf(
         "%s: %zu moves, planned in %.2f s wall, %.2f s CPU (reshard %.2f s), "
         "peak RSS %.2f GB, bound %.3f s at %s\n",
