@@ -35,4 +35,12 @@ double loaderScanSteps(const workloads::TensorSpec& t, int experts) {
   return kStackedEntries + 3.0 * experts;
 }
 
+double mapperScanSteps(const workloads::TensorSpec& t, int experts) {
+  if (experts <= 0) return kStackedEntries;
+  if (t.kind == workloads::TensorKind::kRoutedExpert) {
+    return 3.0 * t.expert + shardIndex(t.name) + 1;
+  }
+  return 3.0 * experts + kStackedEntries;
+}
+
 }  // namespace tide::sim

@@ -19,4 +19,11 @@ inline constexpr double kStackedEntries = 5;
 // `experts` routed experts per MoE layer (0: a dense model).
 double loaderScanSteps(const workloads::TensorSpec& t, int experts);
 
+// Loop steps of the same matching done once more on the sending side of the
+// p2p path: before loading its CPU replica, every source maps each tensor's
+// name to the replica parameter it completes (SGLang's ParameterMapper.map:
+// the expert mapping first, in the same order, then the stacked list), to
+// know when that parameter is ready to be written.
+double mapperScanSteps(const workloads::TensorSpec& t, int experts);
+
 }  // namespace tide::sim

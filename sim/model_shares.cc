@@ -40,6 +40,7 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     s.loadTensors += copies;
     s.keptLoadTensors += kept ? copies : 0;
     s.scanSteps += copies * loaderScanSteps(t, inv.experts);
+    s.mapSteps += copies * mapperScanSteps(t, inv.experts);
     out.params += static_cast<double>(t.numel());
   }
   for (const auto& s : out.stages) {

@@ -21,6 +21,7 @@ struct StageBytes {
   double loadTensors = 0;
   double keptLoadTensors = 0;
   double scanSteps = 0;  // loader name-matching steps over loadTensors (loader_scan.h)
+  double mapSteps = 0;   // a p2p source's name mapping over the same tensors (loader_scan.h)
 };
 
 struct ModelShares {

@@ -307,6 +307,9 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     double convertSec = hostSeconds(x, sb.tensors / nb);
     double loadSecPerBucket = loaderSeconds(x, sb.loadTensors / nb, sb.keptLoadTensors / nb,
                                             kLoaderCopyOps, sb.scanSteps / nb);
+    // Before any load, the RL framework maps every tensor of the bucket to
+    // the replica parameter it completes; a static schedule knows that.
+    double mapSec = pipelined ? 0 : sb.mapSteps / nb * x.sc.calib.pyStepSeconds;
     // A replica parameter (e.g. all local experts' w13 of a layer) is loaded
     // and written once all its pieces arrived: gathered buckets interleave
     // the EP ranks' experts, so that is at the end of each layer.
@@ -351,6 +354,11 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         // framework converts the whole gathered bucket on every rank.
         double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;
         TaskId prev = quantize(x, gpu, qBytes, conv, sQuant);
+        if (mapSec > 0) {
+          TaskId mp = x.g.addDelay(mapSec, gpu, sLoad);
+          x.g.dep(prev, mp);
+          prev = mp;
+        }
         double held = wire * shareFrac * pendingBuckets;  // one engine rank's new bytes
         for (size_t gi = 0; flush && gi < groups[r].size(); ++gi) {
           TaskId ld = x.g.addDelay(loadSecPerBucket * pendingBuckets, gpu, sLoad);
