@@ -134,8 +134,19 @@ Result<plan::TransferPlan> BroadcastStrategy::makePlan(const SyncProblem& pr) co
     }
   }
 
-  // Rough size: one keep move per inference shard, plus gathers and hops.
-  p.moves.reserve(base.holdings.size() + base.holdings.size() / 2);
+  // Rough size, so that a vector of a million moves is not regrown: one keep
+  // move per inference shard, a gather per training piece, and a hop per
+  // inference rank and bucket (buckets: the model over the bucket size).
+  uint64_t trainBytes = 0;
+  for (const auto& t : base.tensors) {
+    uint64_t n = 1;
+    for (uint64_t d : t.shape) n *= d;
+    trainBytes += n * workloads::bytesOf(t.trainDtype);
+  }
+  size_t inferRanks = 0;
+  for (const auto& [node, v] : inferByNode) inferRanks += v.size();
+  const size_t estBuckets = trainBytes / pr.options.bucketBytes + pp;
+  p.moves.reserve(base.holdings.size() + estBuckets * inferRanks);
   std::vector<uint64_t> sent(base.ranks.size(), 0);
   std::vector<std::vector<Entry>> entries(numTensors);
   for (uint32_t s = 0; s < pp; ++s) {
