@@ -92,7 +92,9 @@ void runSim(const SimOptions& o) {
   nlohmann::json out;
   out["schema"] = "tide.sim.report/1";
   out["scenario"] = sc.name;
+  out["inputs"] = sim::scenarioInputsJson(sc);
   out["results"] = nlohmann::json::array();
+  sim::printScenarioInputs(sc);
   std::vector<sim::StrategyResult> results;
   for (const auto& name : sc.strategy.names) {
     sim::StrategyResult r = orThrow(sim::simulate(sc, name));

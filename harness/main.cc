@@ -39,7 +39,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "tide: error: %s (see tide --help)\n", e.what());
     return 2;
   } catch (const tide::StatusError& e) {
-    std::fprintf(stderr, "tide: error: %s\n", e.status.toString().c_str());
+    // Bad input is the user's to fix: the message alone. Anything else also
+    // names the source line that raised it, for a bug report.
+    const tide::Code c = e.status.code();
+    const bool input = c == tide::Code::kInvalidArgument || c == tide::Code::kNotFound;
+    std::fprintf(stderr, "tide: error: %s\n",
+                 input ? e.status.message().c_str() : e.status.toString().c_str());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "tide: error: %s\n", e.what());

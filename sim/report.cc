@@ -24,6 +24,56 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
               r.wallSeconds, r.eventsPerSecond);
 }
 
+void printScenarioInputs(const Scenario& sc) {
+  const auto& c = sc.cluster;
+  const auto& p = sc.strategy;
+  std::printf("scenario  %s: model %s, train %s on %d nodes -> infer %s on %d nodes\n",
+              sc.name.c_str(), sc.model.name.c_str(), sc.train.toString().c_str(), sc.trainNodes,
+              sc.infer.toString().c_str(), sc.inferNodes);
+  std::printf(
+      "cluster   %s: %d GPUs and %d NICs per node; NIC %.1f GB/s, NVLink %.0f GB/s, "
+      "PCIe %.0f/%.0f GB/s, host memory %.0f GB/s per node",
+      c.name.c_str(), c.gpusPerNode, c.nicsPerNode, c.nicBps / 1e9, c.nvlinkBps / 1e9,
+      c.pcieH2DBps / 1e9, c.pcieD2HBps / 1e9, c.hostMemBps / 1e9);
+  if (c.fabric.nodesPerLeaf > 0) {
+    std::printf("; %d nodes per leaf, %.1f:1", c.fabric.nodesPerLeaf, c.fabric.oversubscription);
+  }
+  std::printf("\nstrategy  bucket %.3g GB, %s on the wire, %s, page %llu B\n", p.bucketBytes / 1e9,
+              p.fp8Wire ? "fp8" : "bf16", p.firstUpdate ? "first update" : "not the first update",
+              static_cast<unsigned long long>(p.pageBytes));
+}
+
+nlohmann::json scenarioInputsJson(const Scenario& sc) {
+  const auto& c = sc.cluster;
+  const auto& p = sc.strategy;
+  return {{"name", sc.name},
+          {"model", sc.model.name},
+          {"train_layout", sc.train.toString()},
+          {"train_nodes", sc.trainNodes},
+          {"infer_layout", sc.infer.toString()},
+          {"infer_nodes", sc.inferNodes},
+          {"cluster",
+           {{"name", c.name},
+            {"gpus_per_node", c.gpusPerNode},
+            {"nics_per_node", c.nicsPerNode},
+            {"nic_bytes_per_second", c.nicBps},
+            {"nvlink_bytes_per_second", c.nvlinkBps},
+            {"pcie_h2d_bytes_per_second", c.pcieH2DBps},
+            {"pcie_d2h_bytes_per_second", c.pcieD2HBps},
+            {"host_mem_bytes_per_second", c.hostMemBps},
+            {"nodes_per_leaf", c.fabric.nodesPerLeaf},
+            {"oversubscription", c.fabric.oversubscription},
+            {"latency_seconds", c.fabric.latencySeconds}}},
+          {"strategy",
+           {{"bucket_bytes", p.bucketBytes},
+            {"wire_dtype", p.fp8Wire ? "fp8" : "bf16"},
+            {"first_update", p.firstUpdate},
+            {"pipelined", p.pipelined},
+            {"page_bytes", p.pageBytes},
+            {"chunk_bytes", p.chunkBytes},
+            {"channels", p.channels}}}};
+}
+
 Status writeJsonFile(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path);
   if (!out) return TIDE_ERROR(Code::kInvalidArgument, "cannot write " + path);

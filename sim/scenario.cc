@@ -11,93 +11,216 @@ namespace tide::sim {
 
 namespace {
 
+using workloads::detail::TomlFields;
+
 Status bad(std::string_view origin, const std::string& msg) {
   return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ": " + msg);
 }
 
-// Reads a size ("1GB", "4KiB" or an integer of bytes).
-Result<uint64_t> sizeField(const toml::table& t, const char* key, uint64_t dflt,
-                           std::string_view origin) {
-  auto n = t[key];
-  if (!n) return dflt;
-  if (auto i = n.value<int64_t>()) {
-    if (*i <= 0) return bad(origin, std::string(key) + " must be positive");
-    return static_cast<uint64_t>(*i);
-  }
-  if (auto s = n.value<std::string>()) {
+std::string tableOrigin(std::string_view origin, const char* table) {
+  return std::string(origin) + " [" + table + "]";
+}
+
+// A size: "1GB", "4KiB" or an integer number of bytes; never zero.
+Status sizeField(TomlFields& f, const char* key, uint64_t& out) {
+  const toml::node* n = f.get(key);
+  if (!n) return Status::ok();
+  uint64_t v = 0;
+  if (auto i = n->value_exact<int64_t>()) {
+    v = *i > 0 ? static_cast<uint64_t>(*i) : 0;
+  } else if (auto s = n->value_exact<std::string>()) {
     auto r = parseSize(*s);
-    if (!r) return r.status().withContext(std::string(origin) + ": " + key);
-    return r;
+    if (!r) return f.error(key, r.status().message());
+    v = *r;
+  } else {
+    return f.error(key, "must be a size such as \"1GB\"");
   }
-  return bad(origin, std::string(key) + " must be a size such as \"1GB\"");
+  if (v == 0) return f.error(key, "must be positive");
+  out = v;
+  return Status::ok();
 }
 
-// Reads a rate ("400Gbps", "47.5GB/s") into bytes/s.
-Result<double> rateField(const toml::table& t, const char* key, double dflt,
-                         std::string_view origin) {
-  auto n = t[key];
-  if (!n) return dflt;
-  if (auto s = n.value<std::string>()) {
-    auto r = parseRate(*s);
-    if (!r) return r.status().withContext(std::string(origin) + ": " + key);
-    return r;
-  }
-  return bad(origin, std::string(key) + " must be a rate such as \"50GB/s\"");
+// A rate such as "47.5GB/s" or "400Gbps", in bytes/s.
+Status rateField(TomlFields& f, const char* key, double& out) {
+  const toml::node* n = f.get(key);
+  if (!n) return Status::ok();
+  auto s = n->value_exact<std::string>();
+  if (!s) return f.error(key, "must be a rate such as \"50GB/s\" or \"400Gbps\"");
+  auto r = parseRate(*s);
+  if (!r) return f.error(key, r.status().message());
+  out = *r;
+  return Status::ok();
 }
 
-Result<double> numField(const toml::table& t, const char* key, double dflt,
-                        std::string_view origin) {
-  auto n = t[key];
-  if (!n) return dflt;
-  if (auto d = n.value<double>()) {
-    if (*d < 0) return bad(origin, std::string(key) + " must not be negative");
-    return *d;
-  }
-  return bad(origin, std::string(key) + " must be a number");
+Status nonNegative(TomlFields& f, const char* key, double& out) {
+  TIDE_RETURN_IF_ERROR(f.getDouble(key, out, false));
+  if (out < 0) return f.error(key, "must not be negative");
+  return Status::ok();
 }
 
 Result<workloads::ClusterSpec> parseClusterTable(const toml::table& c, std::string_view origin) {
+  TomlFields f(c, tableOrigin(origin, "cluster"));
   workloads::ClusterSpec s;
   // `preset` starts from a cluster of workloads/clusters; the keys below
   // override its figures.
-  auto preset = c["preset"].value<std::string>();
-  if (preset) {
-    auto p = workloads::loadCluster(*preset);
-    if (!p.isOk()) return bad(origin, "cluster.preset: " + p.status().message());
+  std::string preset;
+  TIDE_RETURN_IF_ERROR(f.getString("preset", preset, false));
+  if (!preset.empty()) {
+    auto p = workloads::loadCluster(preset);
+    if (!p.isOk()) return f.error("preset", p.status().message());
     s = std::move(*p);
   } else {
     s.name = "custom";
     s.gpusPerNode = 8;
   }
-  s.name = c["name"].value_or(s.name);
-  s.gpusPerNode = static_cast<int>(c["gpus_per_node"].value_or(int64_t{s.gpusPerNode}));
-  int defNics = preset ? s.nicsPerNode : s.gpusPerNode;
-  s.nicsPerNode = static_cast<int>(c["nics_per_node"].value_or(int64_t{defNics}));
-  if (s.gpusPerNode <= 0 || s.nicsPerNode <= 0)
-    return bad(origin, "cluster: gpus_per_node and nics_per_node must be positive");
-  TIDE_ASSIGN_OR_RETURN(s.nicBps, rateField(c, "nic", s.nicBps, origin));
-  TIDE_ASSIGN_OR_RETURN(s.nvlinkBps, rateField(c, "nvlink", s.nvlinkBps, origin));
-  TIDE_ASSIGN_OR_RETURN(s.pcieH2DBps, rateField(c, "pcie_h2d", s.pcieH2DBps, origin));
-  TIDE_ASSIGN_OR_RETURN(s.pcieD2HBps, rateField(c, "pcie_d2h", s.pcieD2HBps, origin));
-  TIDE_ASSIGN_OR_RETURN(s.hostMemBps, rateField(c, "host_mem", s.hostMemBps, origin));
-  TIDE_ASSIGN_OR_RETURN(s.storageBps, rateField(c, "storage", s.storageBps, origin));
+  TIDE_RETURN_IF_ERROR(f.getString("name", s.name, false));
+  TIDE_RETURN_IF_ERROR(f.getInt("gpus_per_node", s.gpusPerNode, 1024, false));
+  if (preset.empty()) s.nicsPerNode = s.gpusPerNode;  // a NIC per GPU unless given
+  TIDE_RETURN_IF_ERROR(f.getInt("nics_per_node", s.nicsPerNode, 1024, false));
+  if (s.gpusPerNode <= 0) return f.error("gpus_per_node", "must be positive");
+  if (s.nicsPerNode <= 0) return f.error("nics_per_node", "must be positive");
+  TIDE_RETURN_IF_ERROR(rateField(f, "nic", s.nicBps));
+  TIDE_RETURN_IF_ERROR(rateField(f, "nvlink", s.nvlinkBps));
+  TIDE_RETURN_IF_ERROR(rateField(f, "pcie_h2d", s.pcieH2DBps));
+  TIDE_RETURN_IF_ERROR(rateField(f, "pcie_d2h", s.pcieD2HBps));
+  TIDE_RETURN_IF_ERROR(rateField(f, "host_mem", s.hostMemBps));
+  TIDE_RETURN_IF_ERROR(rateField(f, "storage", s.storageBps));
   for (auto [name, v] : {std::pair{"nic", s.nicBps},
                          {"nvlink", s.nvlinkBps},
                          {"pcie_h2d", s.pcieH2DBps},
                          {"pcie_d2h", s.pcieD2HBps},
                          {"host_mem", s.hostMemBps}}) {
-    if (v <= 0) return bad(origin, std::string("cluster.") + name + " is required and must be > 0");
+    if (v <= 0) return f.error(name, "is required (no preset gives it)");
   }
-  s.fabric.nodesPerLeaf =
-      static_cast<int>(c["nodes_per_leaf"].value_or(int64_t{s.fabric.nodesPerLeaf}));
-  TIDE_ASSIGN_OR_RETURN(
-      s.fabric.oversubscription,
-      numField(c, "oversubscription", std::max(1.0, s.fabric.oversubscription), origin));
-  if (s.fabric.oversubscription < 1.0) return bad(origin, "cluster.oversubscription must be >= 1");
-  double defLatUs = s.fabric.latencySeconds > 0 ? s.fabric.latencySeconds * 1e6 : 2.0;
-  TIDE_ASSIGN_OR_RETURN(double latUs, numField(c, "latency_us", defLatUs, origin));
+  TIDE_RETURN_IF_ERROR(f.getInt("nodes_per_leaf", s.fabric.nodesPerLeaf, 1 << 20, false));
+  s.fabric.oversubscription = std::max(1.0, s.fabric.oversubscription);
+  TIDE_RETURN_IF_ERROR(f.getDouble("oversubscription", s.fabric.oversubscription, false));
+  if (!(s.fabric.oversubscription >= 1.0)) return f.error("oversubscription", "must be >= 1");
+  double latUs = s.fabric.latencySeconds > 0 ? s.fabric.latencySeconds * 1e6 : 2.0;
+  TIDE_RETURN_IF_ERROR(nonNegative(f, "latency_us", latUs));
   s.fabric.latencySeconds = latUs * 1e-6;
+  TIDE_RETURN_IF_ERROR(f.rejectUnknown());
   return s;
+}
+
+Result<workloads::ModelSpec> parseModelTable(const toml::table& m, std::string_view origin) {
+  TomlFields f(m, tableOrigin(origin, "model"));
+  std::string zoo;
+  TIDE_RETURN_IF_ERROR(f.getString("zoo", zoo, false));
+  if (zoo.empty()) {
+    // Explicit dims: the same keys as a workloads model file.
+    std::stringstream dims;
+    dims << m;
+    return workloads::parseModelToml(dims.str(), tableOrigin(origin, "model"));
+  }
+  auto spec = workloads::loadModel(zoo);
+  if (!spec) return f.error("zoo", spec.status().message());
+  // The run's quantization block may differ from the checkpoint's.
+  uint64_t block = spec->fp8Block;
+  TIDE_RETURN_IF_ERROR(f.getU64("fp8_block", block, 4096, false));
+  if (block == 0) return f.error("fp8_block", "must be > 0");
+  spec->fp8Block = static_cast<uint32_t>(block);
+  for (const auto& [k, v] : m) {
+    if (k.str() != "zoo" && k.str() != "fp8_block") {
+      return f.error(k.str(),
+                     "cannot be set for a zoo model (only fp8_block can); copy its file "
+                     "from workloads/models/ into [model] without zoo to change dims");
+    }
+  }
+  return spec;
+}
+
+// A layout table: `layout` and, optionally, `nodes` (-1 when absent).
+template <typename Layout, typename Parse>
+Status parseLayoutTable(const toml::table& t, std::string_view origin, const char* table,
+                        Parse parse, Layout& layout, int& nodes) {
+  TomlFields f(t, tableOrigin(origin, table));
+  std::string text;
+  TIDE_RETURN_IF_ERROR(f.getString("layout", text, true));
+  auto l = parse(text);
+  if (!l) return f.error("layout", l.status().message());
+  layout = std::move(l).value();
+  nodes = -1;
+  TIDE_RETURN_IF_ERROR(f.getInt("nodes", nodes, 1 << 20, false));
+  if (nodes == 0) return f.error("nodes", "must be at least 1");
+  return f.rejectUnknown();
+}
+
+Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp8Model,
+                          StrategyParams& p) {
+  TomlFields f(t, tableOrigin(origin, "strategy"));
+  if (const toml::node* n = f.get("names")) {
+    auto* arr = n->as_array();
+    if (!arr || arr->empty()) return f.error("names", "must be a list such as [\"broadcast\"]");
+    p.names.clear();
+    for (auto& v : *arr) {
+      auto name = v.value_exact<std::string>();
+      if (!name) return f.error("names", "must be strings");
+      if (*name != "broadcast" && *name != "p2p") {
+        return f.error("names", "has unknown strategy '" + *name + "' (broadcast, p2p)");
+      }
+      p.names.push_back(*name);
+    }
+  }
+  TIDE_RETURN_IF_ERROR(sizeField(f, "bucket", p.bucketBytes));
+  // The wire carries what the engines serve unless told otherwise.
+  std::string wire = fp8Model ? "fp8" : "bf16";
+  TIDE_RETURN_IF_ERROR(f.getString("wire_dtype", wire, false));
+  if (wire != "fp8" && wire != "bf16") return f.error("wire_dtype", "must be \"fp8\" or \"bf16\"");
+  if (wire == "fp8" && !fp8Model) {
+    return f.error("wire_dtype",
+                   "is fp8 but the model serves bf16 (set [model] infer_dtype = \"fp8_e4m3\")");
+  }
+  p.fp8Wire = wire == "fp8";
+  TIDE_RETURN_IF_ERROR(f.getBool("first_update", p.firstUpdate));
+  TIDE_RETURN_IF_ERROR(f.getBool("pipelined", p.pipelined));
+  TIDE_RETURN_IF_ERROR(sizeField(f, "page", p.pageBytes));
+  TIDE_RETURN_IF_ERROR(f.getInt("channels", p.channels, 1024, false));
+  TIDE_RETURN_IF_ERROR(sizeField(f, "chunk", p.chunkBytes));
+  TIDE_RETURN_IF_ERROR(f.getInt("max_sim_buckets", p.maxSimBuckets, 1 << 20, false));
+  if (p.maxSimBuckets <= 0) return f.error("max_sim_buckets", "must be positive");
+  return f.rejectUnknown();
+}
+
+Status parseCalibrationTable(const toml::table& t, std::string_view origin, Calibration& k) {
+  TomlFields f(t, tableOrigin(origin, "calibration"));
+  TIDE_RETURN_IF_ERROR(rateField(f, "fp8_quant", k.quantBps));
+  TIDE_RETURN_IF_ERROR(rateField(f, "postprocess", k.postprocessBps));
+  // Times are plain numbers in the unit their key ends with.
+  double opUs = k.hostOpSeconds * 1e6, stepNs = k.pyStepSeconds * 1e9;
+  double callMs = k.engineCallSeconds * 1e3, pageUs = k.registerPerPageSeconds * 1e6;
+  TIDE_RETURN_IF_ERROR(nonNegative(f, "host_op_us", opUs));
+  TIDE_RETURN_IF_ERROR(nonNegative(f, "py_step_ns", stepNs));
+  TIDE_RETURN_IF_ERROR(nonNegative(f, "engine_call_ms", callMs));
+  TIDE_RETURN_IF_ERROR(nonNegative(f, "register_page_us", pageUs));
+  k.hostOpSeconds = opUs * 1e-6;
+  k.pyStepSeconds = stepNs * 1e-9;
+  k.engineCallSeconds = callMs * 1e-3;
+  k.registerPerPageSeconds = pageUs * 1e-6;
+  return f.rejectUnknown();
+}
+
+Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenario& s) {
+  TomlFields f(t, tableOrigin(origin, "published"));
+  for (const char* name : {"broadcast", "p2p"}) {
+    double v = 0;
+    TIDE_RETURN_IF_ERROR(f.getDouble(name, v, false));
+    if (!f.get(name)) continue;
+    if (v <= 0) return f.error(name, "must be seconds > 0");
+    s.published.push_back({name, v});
+  }
+  return f.rejectUnknown();
+}
+
+// Nodes a layout of `ranks` GPUs fills; `given` must be that (-1: not given).
+Result<int> layoutNodes(int given, int ranks, int gpusPerNode, std::string_view origin,
+                        const char* table) {
+  const int need = (ranks + gpusPerNode - 1) / gpusPerNode;
+  if (given < 0 || given == need) return need;
+  return bad(tableOrigin(origin, table), "'nodes' = " + std::to_string(given) +
+                                             " but the layout's " + std::to_string(ranks) +
+                                             " GPUs fill " + std::to_string(need) + " node(s) of " +
+                                             std::to_string(gpusPerNode) + " GPUs");
 }
 
 }  // namespace
@@ -113,121 +236,74 @@ Result<Scenario> loadScenario(const std::string& path) {
 Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   // The workloads reader: tide's TOML subset only, one error with the line.
   TIDE_ASSIGN_OR_RETURN(toml::table root, workloads::detail::parseToml(text, origin));
+  TomlFields top(root, std::string(origin));
   Scenario s;
-  s.name = root["name"].value_or(std::string("scenario"));
-
-  auto* model = root["model"].as_table();
-  if (!model) return bad(origin, "missing [model]");
-  if (auto zoo = (*model)["zoo"].value<std::string>()) {
-    auto m = workloads::loadModel(*zoo);
-    if (!m) return m.status().withContext(std::string(origin) + ": model.zoo");
-    s.model = std::move(m).value();
-    // The run's quantization block may differ from the checkpoint's.
-    if (auto blk = (*model)["fp8_block"].value<int64_t>()) {
-      if (*blk <= 0) return bad(origin, "model.fp8_block must be > 0");
-      s.model.fp8Block = static_cast<uint32_t>(*blk);
-    }
-  } else {
-    // Explicit dims: the same keys as a workloads model file.
-    std::stringstream dims;
-    dims << *model;
-    auto m = workloads::parseModelToml(dims.str(), std::string(origin) + " [model]");
-    if (!m) return m.status();
-    s.model = std::move(m).value();
+  s.name = "scenario";
+  TIDE_RETURN_IF_ERROR(top.getString("name", s.name, false));
+  auto table = [&](const char* key) {
+    const toml::node* n = top.get(key);
+    return n ? n->as_table() : nullptr;
+  };
+  const toml::table* model = table("model");
+  const toml::table* train = table("train");
+  const toml::table* infer = table("infer");
+  const toml::table* cluster = table("cluster");
+  const toml::table* strategy = table("strategy");
+  const toml::table* calibration = table("calibration");
+  const toml::table* published = table("published");
+  TIDE_RETURN_IF_ERROR(top.rejectUnknown());
+  for (auto [key, t] :
+       {std::pair{"model", model}, {"train", train}, {"infer", infer}, {"cluster", cluster}}) {
+    if (!t) return bad(origin, std::string("missing [") + key + "]");
   }
 
-  auto* train = root["train"].as_table();
-  auto* infer = root["infer"].as_table();
-  if (!train || !infer) return bad(origin, "missing [train] or [infer]");
-  auto tl = workloads::parseTrainLayout((*train)["layout"].value_or(std::string()));
-  if (!tl) return tl.status().withContext(std::string(origin) + ": train.layout");
-  s.train = std::move(tl).value();
-  auto il = workloads::parseInferLayout((*infer)["layout"].value_or(std::string()));
-  if (!il) return il.status().withContext(std::string(origin) + ": infer.layout");
-  s.infer = std::move(il).value();
-
-  auto* cluster = root["cluster"].as_table();
-  if (!cluster) return bad(origin, "missing [cluster]");
+  TIDE_ASSIGN_OR_RETURN(s.model, parseModelTable(*model, origin));
+  int trainNodes = -1, inferNodes = -1;
+  TIDE_RETURN_IF_ERROR(
+      parseLayoutTable(*train, origin, "train", workloads::parseTrainLayout, s.train, trainNodes));
+  TIDE_RETURN_IF_ERROR(
+      parseLayoutTable(*infer, origin, "infer", workloads::parseInferLayout, s.infer, inferNodes));
   TIDE_ASSIGN_OR_RETURN(s.cluster, parseClusterTable(*cluster, origin));
-  int g = s.cluster.gpusPerNode;
-  s.trainNodes =
-      static_cast<int>((*train)["nodes"].value_or(int64_t{(s.train.worldSize() + g - 1) / g}));
-  s.inferNodes =
-      static_cast<int>((*infer)["nodes"].value_or(int64_t{(s.infer.worldSize() + g - 1) / g}));
+  const int g = s.cluster.gpusPerNode;
+  TIDE_ASSIGN_OR_RETURN(s.trainNodes,
+                        layoutNodes(trainNodes, s.train.worldSize(), g, origin, "train"));
+  TIDE_ASSIGN_OR_RETURN(s.inferNodes,
+                        layoutNodes(inferNodes, s.infer.worldSize(), g, origin, "infer"));
   s.cluster.nodes = s.trainNodes + s.inferNodes;
 
-  if (auto* st = root["strategy"].as_table()) {
-    StrategyParams& p = s.strategy;
-    if (auto* arr = (*st)["names"].as_array()) {
-      p.names.clear();
-      for (auto& v : *arr) {
-        auto n = v.value<std::string>();
-        if (!n) return bad(origin, "strategy.names must be strings");
-        p.names.push_back(*n);
-      }
-    }
-    TIDE_ASSIGN_OR_RETURN(p.bucketBytes, sizeField(*st, "bucket", p.bucketBytes, origin));
-    std::string wire = (*st)["wire_dtype"].value_or(std::string("fp8"));
-    if (wire != "fp8" && wire != "bf16") return bad(origin, "strategy.wire_dtype: fp8 or bf16");
-    p.fp8Wire = wire == "fp8";
-    p.firstUpdate = (*st)["first_update"].value_or(false);
-    p.pipelined = (*st)["pipelined"].value_or(false);
-    TIDE_ASSIGN_OR_RETURN(p.pageBytes, sizeField(*st, "page", p.pageBytes, origin));
-    p.channels = static_cast<int>((*st)["channels"].value_or(int64_t{0}));
-    TIDE_ASSIGN_OR_RETURN(p.chunkBytes, sizeField(*st, "chunk", p.chunkBytes, origin));
-    p.maxSimBuckets = static_cast<int>((*st)["max_sim_buckets"].value_or(int64_t{64}));
-    if (p.channels < 0 || p.maxSimBuckets <= 0)
-      return bad(origin, "strategy.channels >= 0 and max_sim_buckets > 0");
-  }
-  if (auto* c = root["calibration"].as_table()) {
-    Calibration& k = s.calib;
-    TIDE_ASSIGN_OR_RETURN(k.quantBps, rateField(*c, "fp8_quant", k.quantBps, origin));
-    TIDE_ASSIGN_OR_RETURN(double opUs, numField(*c, "host_op_us", k.hostOpSeconds * 1e6, origin));
-    if (opUs < 0) return bad(origin, "calibration.host_op_us must be >= 0");
-    k.hostOpSeconds = opUs * 1e-6;
-    TIDE_ASSIGN_OR_RETURN(double stepNs, numField(*c, "py_step_ns", k.pyStepSeconds * 1e9, origin));
-    if (stepNs < 0) return bad(origin, "calibration.py_step_ns must be >= 0");
-    k.pyStepSeconds = stepNs * 1e-9;
-    TIDE_ASSIGN_OR_RETURN(double callMs,
-                          numField(*c, "engine_call_ms", k.engineCallSeconds * 1e3, origin));
-    k.engineCallSeconds = callMs * 1e-3;
-    TIDE_ASSIGN_OR_RETURN(k.postprocessBps, rateField(*c, "postprocess", k.postprocessBps, origin));
-    TIDE_ASSIGN_OR_RETURN(double pageUs,
-                          numField(*c, "register_page_us", k.registerPerPageSeconds * 1e6, origin));
-    k.registerPerPageSeconds = pageUs * 1e-6;
-    for (double v : {k.quantBps, k.postprocessBps}) {
-      if (v <= 0) return bad(origin, "calibration rates must be > 0");
-    }
-  }
-  if (auto* pub = root["published"].as_table()) {
-    for (auto& [k, v] : *pub) {
-      auto d = v.value<double>();
-      if (!d || *d <= 0)
-        return bad(origin, "published." + std::string(k.str()) + " must be seconds > 0");
-      s.published.push_back({std::string(k.str()), *d});
-    }
-  }
-  TIDE_RETURN_IF_ERROR(validateScenario(s));
+  const bool fp8Model = s.model.inferDtype == workloads::DType::kFP8E4M3;
+  s.strategy.fp8Wire = fp8Model;
+  if (strategy) TIDE_RETURN_IF_ERROR(parseStrategyTable(*strategy, origin, fp8Model, s.strategy));
+  if (calibration) TIDE_RETURN_IF_ERROR(parseCalibrationTable(*calibration, origin, s.calib));
+  if (published) TIDE_RETURN_IF_ERROR(parsePublishedTable(*published, origin, s));
+  if (auto st = validateScenario(s); !st.isOk()) return st.withContext(std::string(origin));
   return s;
 }
 
 Status validateScenario(const Scenario& s) {
-  int g = s.cluster.gpusPerNode;
-  TIDE_RETURN_IF_ERROR(workloads::validate(s.train, s.model));
-  TIDE_RETURN_IF_ERROR(workloads::validate(s.infer, s.model));
-  if (s.trainNodes * g < s.train.worldSize())
-    return TIDE_ERROR(Code::kInvalidArgument,
-                      "training needs " + std::to_string(s.train.worldSize()) + " GPUs but " +
-                          std::to_string(s.trainNodes) + " nodes hold " +
-                          std::to_string(s.trainNodes * g));
-  if (s.inferNodes * g < s.infer.worldSize())
-    return TIDE_ERROR(Code::kInvalidArgument,
-                      "inference needs " + std::to_string(s.infer.worldSize()) + " GPUs but " +
-                          std::to_string(s.inferNodes) + " nodes hold " +
-                          std::to_string(s.inferNodes * g));
+  const int g = s.cluster.gpusPerNode;
+  if (auto st = workloads::validate(s.train, s.model); !st.isOk()) {
+    return st.withContext("[train] layout");
+  }
+  if (auto st = workloads::validate(s.infer, s.model); !st.isOk()) {
+    return st.withContext("[infer] layout");
+  }
+  for (auto [table, nodes, ranks] : {std::tuple{"train", s.trainNodes, s.train.worldSize()},
+                                     {"infer", s.inferNodes, s.infer.worldSize()}}) {
+    if (nodes * g < ranks) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        std::string("[") + table + "] nodes = " + std::to_string(nodes) + " hold " +
+                            std::to_string(nodes * g) + " GPUs; the layout needs " +
+                            std::to_string(ranks));
+    }
+  }
   for (const auto& n : s.strategy.names) {
     if (n != "broadcast" && n != "p2p")
       return TIDE_ERROR(Code::kInvalidArgument, "unknown strategy '" + n + "' (broadcast, p2p)");
+  }
+  const bool fp8Model = s.model.inferDtype == workloads::DType::kFP8E4M3;
+  if (s.strategy.fp8Wire && !fp8Model) {
+    return TIDE_ERROR(Code::kInvalidArgument, "fp8 on the wire but the model serves bf16");
   }
   return Status::ok();
 }

@@ -62,6 +62,11 @@ Status TomlFields::getString(std::string_view key, std::string& out, bool requir
   return Status::ok();
 }
 
+const toml::node* TomlFields::get(std::string_view key) {
+  seen_.emplace(key);
+  return t_.get(key);
+}
+
 Status TomlFields::rejectUnknown() const {
   for (const auto& [k, v] : t_) {
     if (!seen_.count(k.str())) return error(k.str(), "is not a known key");

@@ -23,6 +23,9 @@ class TomlFields {
   Status getDouble(std::string_view key, double& out, bool required);
   Status getBool(std::string_view key, bool& out);
   Status getString(std::string_view key, std::string& out, bool required);
+  // The node under `key` (null when absent), marked as known; for values
+  // that take more than one type or a caller's own parsing.
+  const toml::node* get(std::string_view key);
   // Rejects keys that no get*() asked for.
   Status rejectUnknown() const;
   Status error(std::string_view key, const std::string& what) const;

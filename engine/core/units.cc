@@ -90,26 +90,46 @@ Result<uint64_t> parseCount(std::string_view text) {
 
 Result<double> parseRate(std::string_view text) {
   TIDE_ASSIGN_OR_RETURN(auto parts, splitNumber(text, "rate"));
-  auto [value, unit] = parts;
-  double bytesPerSec = 0;
-  if (unit == "gbps" || unit == "gbit")
-    bytesPerSec = value * 1e9 / 8;
-  else if (unit == "mbps" || unit == "mbit")
-    bytesPerSec = value * 1e6 / 8;
-  else if (unit == "kbps" || unit == "kbit")
-    bytesPerSec = value * 1e3 / 8;
-  else if (unit == "gb/s" || unit == "gbyte/s")
-    bytesPerSec = value * 1e9;
-  else if (unit == "mb/s")
-    bytesPerSec = value * 1e6;
-  else if (unit == "kb/s")
-    bytesPerSec = value * 1e3;
-  else if (unit == "b/s")
-    bytesPerSec = value;
-  else
+  const double value = parts.first;
+  // The unit as written: b is bits and B is bytes ("400Gb/s" is 50 GB/s),
+  // so the case of that one letter counts; the prefix and the rest do not.
+  std::string_view s = trim(text);
+  s.remove_prefix(s.find_first_not_of("0123456789."));
+  s = trim(s);
+  double prefix = 1;
+  if (s.size() > 1) {
+    switch (s.front()) {
+      case 'G':
+      case 'g':
+        prefix = 1e9;
+        break;
+      case 'M':
+      case 'm':
+        prefix = 1e6;
+        break;
+      case 'K':
+      case 'k':
+        prefix = 1e3;
+        break;
+      default:
+        break;
+    }
+    if (prefix != 1) s.remove_prefix(1);
+  }
+  const std::string rest = s.empty() ? std::string() : lower(s.substr(1));
+  double bitsPerUnit = 0;
+  if (!s.empty() && (rest == "it" || rest == "it/s" || rest == "its/s")) {
+    bitsPerUnit = 1;  // "Gbit", "Gbit/s"
+  } else if (!s.empty() && (rest == "yte/s" || rest == "ytes/s")) {
+    bitsPerUnit = 8;  // "GByte/s"
+  } else if (!s.empty() && (rest == "ps" || rest == "/s") && (s[0] == 'b' || s[0] == 'B')) {
+    bitsPerUnit = s[0] == 'b' ? 1 : 8;  // "Gbps", "Gb/s" | "GBps", "GB/s"
+  }
+  if (bitsPerUnit == 0)
     return TIDE_ERROR(Code::kInvalidArgument,
-                      "unknown rate unit '" + unit + "' in '" + std::string(text) +
-                          "' (use Gbps, Mbps, Kbps for bits/s or GB/s, MB/s, KB/s for bytes/s)");
+                      "unknown rate unit '" + std::string(s) + "' in '" + std::string(text) +
+                          "' (bits/s: Gbps, Gb/s, Gbit/s; bytes/s: GB/s, GBps; also M, K)");
+  const double bytesPerSec = value * prefix * bitsPerUnit / 8;
   if (bytesPerSec <= 0)
     return TIDE_ERROR(Code::kInvalidArgument, "rate must be positive: '" + std::string(text) + "'");
   return bytesPerSec;

@@ -21,7 +21,7 @@ name = "small"
 zoo = "qwen3-30b-a3b"
 [train]
 layout = "tp=4,pp=2,ep=8,dp=2"
-nodes = 4
+nodes = 2
 [infer]
 layout = ")" +
          infer + R"("
@@ -117,10 +117,13 @@ TEST(Strategy, P2pPaysHostTimeForEveryGatheredTensor) {
 }
 
 TEST(Strategy, OnlyAnFp8UpdateQuantizes) {
-  std::string text = scenarioText("engines=2,tp=8,ep=8", 2);
-  Scenario bf16 = load(text);
-  text.replace(text.find("\"bf16\""), 6, "\"fp8\"");
-  Scenario fp8 = load(text);
+  Scenario bf16 = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  // The same model served in FP8 (128-blocks), FP8 on the wire.
+  Scenario fp8 = bf16;
+  fp8.model.inferDtype = workloads::DType::kFP8E4M3;
+  fp8.model.fp8Block = 128;
+  fp8.strategy.fp8Wire = true;
+  ASSERT_TRUE(validateScenario(fp8).isOk());
   for (const char* strategy : {"broadcast", "p2p"}) {
     auto b = simulate(bf16, strategy);
     auto f = simulate(fp8, strategy);
@@ -225,6 +228,57 @@ TEST(Scenario, ClusterPresetWithOverrides) {
   auto r = parseScenario(bad, "t");
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("preset"), std::string::npos) << r.status().toString();
+}
+
+TEST(Scenario, RejectsUnknownKeysWrongTypesAndInconsistentValues) {
+  const std::string ok = scenarioText("engines=2,tp=8,ep=8", 2);
+  auto rejects = [&](const std::string& from, const std::string& to, const std::string& why) {
+    std::string t = ok;
+    size_t at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    auto r = parseScenario(t, "f.toml");
+    ASSERT_FALSE(r.isOk()) << to;
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().toString();
+    EXPECT_NE(r.status().message().find("f.toml"), std::string::npos) << r.status().toString();
+  };
+  rejects("bucket = ", "bucket_size = ", "'bucket_size' is not a known key");
+  rejects("[strategy]", "[strategey]", "'strategey' is not a known key");
+  rejects("nodes = 2\n[infer]", "nodes = \"2\"\n[infer]", "'nodes' must be an integer");
+  rejects("nodes = 2\n[infer]", "nodes = 3\n[infer]", "fill 2 node(s)");
+  rejects("nodes = 2\n[infer]", "nodes = 1\n[infer]", "fill 2 node(s)");
+  rejects("nic = \"47.5GB/s\"", "nic = 47.5", "must be a rate");
+  rejects("nic = \"47.5GB/s\"", "nic = \"47.5GB\"", "unknown rate unit");
+  rejects("bucket = \"1GB\"", "bucket = \"0B\"", "must be positive");
+  rejects("wire_dtype = \"bf16\"", "wire_dtype = \"fp8\"", "model serves bf16");
+  rejects("zoo = \"qwen3-30b-a3b\"", "zoo = \"qwen3-30b-a3b\"\nlayers = 30",
+          "cannot be set for a zoo model");
+  rejects("[strategy]", "[published]\nbrodcast = 3\n[strategy]", "'brodcast' is not a known key");
+  rejects("[strategy]", "[strategy]\nnames = [\"p2p-x\"]", "unknown strategy 'p2p-x'");
+  rejects("[strategy]", "[strategy]\nfirst_update = \"yes\"", "must be true or false");
+  rejects("gpus_per_node = 8", "gpus_per_node = 8\nnodes_per_leaf = -1", "must not be negative");
+  rejects("layout = \"tp=4,pp=2,ep=8,dp=2\"", "", "'layout' is missing");
+  rejects("layout = \"tp=4,pp=2,ep=8,dp=2\"", "layout = \"tp=4,pp=2,ep=7,dp=2\"", "[train]");
+  // b is bits, B is bytes: 380 Gb/s is the 47.5 GB/s of the default text.
+  std::string bits = ok;
+  bits.replace(bits.find("\"47.5GB/s\""), 10, "\"380Gb/s\"");
+  auto r = parseScenario(bits, "f.toml");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_DOUBLE_EQ(r->cluster.nicBps, 47.5e9);
+}
+
+TEST(Scenario, WireDtypeDefaultsToWhatTheModelServes) {
+  std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
+  t.erase(t.find("wire_dtype"), std::string("wire_dtype = \"bf16\"\n").size());
+  auto bf16 = parseScenario(t, "t");
+  ASSERT_TRUE(bf16.isOk()) << bf16.status().toString();
+  EXPECT_FALSE(bf16->strategy.fp8Wire);
+  t.replace(t.find("qwen3-30b-a3b"), 13, "tiny-moe");
+  t.replace(t.find("tp=4,pp=2,ep=8,dp=2"), 19, "tp=2,pp=2,ep=2,dp=4");
+  t.replace(t.find("engines=2,tp=8,ep=8"), 19, "engines=8,tp=2,ep=2");
+  auto fp8 = parseScenario(t, "t");
+  ASSERT_TRUE(fp8.isOk()) << fp8.status().toString();
+  EXPECT_TRUE(fp8->strategy.fp8Wire);
 }
 
 TEST(Scenario, RejectsBadInput) {

@@ -32,6 +32,19 @@ TEST(Units, ParsesCountsAndRates) {
   EXPECT_DOUBLE_EQ(*parseRate("400Gbps"), 50e9);
   EXPECT_DOUBLE_EQ(*parseRate("50GB/s"), 50e9);
   EXPECT_FALSE(parseRate("10furlongs").isOk());
+  // b is bits, B is bytes; the prefix's case does not matter.
+  EXPECT_DOUBLE_EQ(*parseRate("400Gb/s"), 50e9);
+  EXPECT_DOUBLE_EQ(*parseRate("400gbps"), 50e9);
+  EXPECT_DOUBLE_EQ(*parseRate("400 Gbit/s"), 50e9);
+  EXPECT_DOUBLE_EQ(*parseRate("50GBps"), 50e9);
+  EXPECT_DOUBLE_EQ(*parseRate("50gB/s"), 50e9);
+  EXPECT_DOUBLE_EQ(*parseRate("50 GByte/s"), 50e9);
+  EXPECT_DOUBLE_EQ(*parseRate("100Mbps"), 12.5e6);
+  EXPECT_DOUBLE_EQ(*parseRate("8b/s"), 1.0);
+  EXPECT_DOUBLE_EQ(*parseRate("3B/s"), 3.0);
+  EXPECT_FALSE(parseRate("50G").isOk());
+  EXPECT_FALSE(parseRate("50Gx/s").isOk());
+  EXPECT_FALSE(parseRate("0Gbps").isOk());
 }
 
 TEST(Units, FormatsBytesAndBandwidth) {
