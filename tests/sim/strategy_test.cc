@@ -141,45 +141,52 @@ TEST(Strategy, OnlyAnFp8UpdateQuantizes) {
   }
 }
 
-TEST(Strategy, EngineLoadersMatchEveryNameAgainstTheExpertMapping) {
-  // Broadcast: every engine runs its loader over the whole bucket, and the
-  // name matching walks an expert mapping that grows with the expert count.
+// The small scenario's update time without and with the cost of a
+// name-matching step, and its per-stage step counts.
+struct StepCost {
+  double added = 0;  // seconds the steps add
+  double stepSeconds = 0;
+  ModelShares shares;
+};
+
+StepCost stepCost(const std::string& strategy) {
   std::string text = scenarioText("engines=2,tp=8,ep=8", 2);
   Scenario none = load(text + "[calibration]\npy_step_ns = 0\n");
   Scenario dflt = load(text);
-  auto a = simulate(none, "broadcast");
-  auto b = simulate(dflt, "broadcast");
-  ASSERT_TRUE(a.isOk() && b.isOk());
-  ModelShares sh = computeShares(dflt.model, dflt.train, dflt.infer, false);
+  auto a = simulate(none, strategy);
+  auto b = simulate(dflt, strategy);
+  EXPECT_TRUE(a.isOk() && b.isOk());
+  if (!a.isOk() || !b.isOk()) return {};
+  return {b->seconds - a->seconds, dflt.calib.pyStepSeconds,
+          computeShares(dflt.model, dflt.train, dflt.infer, false)};
+}
+
+TEST(Strategy, EngineLoadersMatchEveryNameAgainstTheExpertMapping) {
+  // Broadcast: every engine runs its loader over the whole bucket, and the
+  // name matching walks an expert mapping that grows with the expert count.
+  StepCost c = stepCost("broadcast");
   double steps = 0;
-  for (const auto& s : sh.stages) steps += s.scanSteps;
+  for (const auto& s : c.shares.stages) steps += s.scanSteps;
   // 128 experts: an expert tensor walks 3j + shard + 1 entries after the
   // stacked list, so the mean is about 3 * 128 / 2 per expert tensor.
-  EXPECT_GT(steps, sh.stages[0].tensors * 128);
-  // PP=1: the stage's engine turns are all on the chain.
-  EXPECT_NEAR(b->seconds - a->seconds, steps * dflt.calib.pyStepSeconds,
-              0.05 * steps * dflt.calib.pyStepSeconds);
+  EXPECT_GT(steps, c.shares.stages[0].tensors * 128);
+  // The engine lock serializes both stages' engine turns: all on the chain.
+  EXPECT_NEAR(c.added, steps * c.stepSeconds, 0.05 * steps * c.stepSeconds);
 }
 
 TEST(Strategy, P2pSourcesMapEveryNameOncePerBucket) {
   // One engine rank per source (16 sources per stage, 16 targets): each
   // source maps every gathered tensor once and loads its replica once.
-  std::string text = scenarioText("engines=2,tp=8,ep=8", 2);
-  Scenario none = load(text + "[calibration]\npy_step_ns = 0\n");
-  Scenario dflt = load(text);
-  auto a = simulate(none, "p2p");
-  auto b = simulate(dflt, "p2p");
-  ASSERT_TRUE(a.isOk() && b.isOk());
-  ModelShares sh = computeShares(dflt.model, dflt.train, dflt.infer, false);
+  StepCost c = stepCost("p2p");
   double steps = 0;
-  for (const auto& s : sh.stages) steps = std::max(steps, s.scanSteps + s.mapSteps);
-  EXPECT_GT(sh.stages[0].mapSteps, sh.stages[0].tensors * 128);
-  double expect = steps * dflt.calib.pyStepSeconds;
+  for (const auto& s : c.shares.stages) steps = std::max(steps, s.scanSteps + s.mapSteps);
+  EXPECT_GT(c.shares.stages[0].mapSteps, c.shares.stages[0].tensors * 128);
+  double expect = steps * c.stepSeconds;
   // The stages run side by side; on the longer one the matching is serial
   // with everything else, but the writes of the last buckets overlap it, so
   // part of it hides. Without the mapping only about half would show.
-  EXPECT_GT(b->seconds - a->seconds, 0.55 * expect);
-  EXPECT_LT(b->seconds - a->seconds, 1.05 * expect);
+  EXPECT_GT(c.added, 0.55 * expect);
+  EXPECT_LT(c.added, 1.05 * expect);
 }
 
 TEST(LoaderScan, StepsFollowTheExpertMapping) {
