@@ -30,6 +30,7 @@ struct ReproduceArgs {
   std::string only;  // comma-separated part names
   std::string source;
   bool noPlots = false;
+  bool list = false;
 };
 
 std::string utcNow(const char* format) {
@@ -89,7 +90,6 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
                                         " (run from the source tree or pass --source)"));
   }
   const std::string out = a.out.empty() ? "results/local/" + utcNow("%Y%m%dT%H%M%SZ") : a.out;
-  mkdirs(out + "/parts");
   reproduce::SetOptions so{a.quick, selfExe(), source, out + "/parts"};
   std::vector<reproduce::Part> parts = reproduce::reproductionSet(so);
   if (!a.only.empty()) {
@@ -113,6 +113,17 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
     }
     parts = std::move(keep);
   }
+  if (a.list) {
+    for (const auto& p : parts) {
+      std::string cmd;
+      for (const auto& w : p.argv) cmd += (cmd.empty() ? "" : " ") + w;
+      std::printf("%-24s %s%s\n  %s\n", p.name.c_str(), p.title.c_str(),
+                  p.skipReason.empty() ? "" : (" (skipped: " + p.skipReason + ")").c_str(),
+                  cmd.c_str());
+    }
+    return;
+  }
+  mkdirs(out + "/parts");  // only once the request is known to be good
 
   reproduce::ReportInput in;
   in.quick = a.quick;
@@ -206,6 +217,7 @@ void addReproduceCommand(CLI::App& app) {
   cmd->add_option("--only", a->only, "comma-separated part names to run");
   cmd->add_option("--source", a->source, "source tree holding scenarios/ and scripts/");
   cmd->add_flag("--no-plots", a->noPlots, "skip the matplotlib figures");
+  cmd->add_flag("--list", a->list, "print the parts of the set (with --only: those) and exit");
   cmd->callback([a, cmd] {
     std::string invoked = "tide reproduce";
     if (a->quick) invoked += " --quick";

@@ -1,5 +1,6 @@
 #include "workloads/cluster.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -102,7 +103,8 @@ Result<ClusterSpec> loadCluster(std::string_view nameOrPath) {
     name = nameOrPath.substr(0, colon);
     auto n = parseCount(nameOrPath.substr(colon + 7));
     if (!n.isOk() || *n == 0 || *n > (1u << 20)) {
-      return bad("cluster '" + std::string(nameOrPath) + "': bad :nodes= override");
+      return bad("cluster '" + std::string(nameOrPath) +
+                 "': a preset takes only ':nodes=N' with N in 1..1048576");
     }
     nodes = static_cast<int>(*n);
   }
@@ -142,6 +144,7 @@ Result<ClusterSpec> parseEmulated(std::string_view text) {
   c.nicsPerNode = 0;
   std::string_view rest = text.substr(kPrefix.size());
   bool haveNic = false;
+  std::vector<std::string_view> seen;
   size_t pos = 0;
   while (pos < rest.size()) {
     size_t comma = rest.find(',', pos);
@@ -152,6 +155,10 @@ Result<ClusterSpec> parseEmulated(std::string_view text) {
     if (eq == std::string_view::npos)
       return bad("emulated: '" + std::string(item) + "' is not key=value");
     std::string_view k = item.substr(0, eq), v = item.substr(eq + 1);
+    if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+      return bad("emulated: '" + std::string(k) + "' given twice");
+    }
+    seen.push_back(k);
     if (k == "nic") {
       TIDE_ASSIGN_OR_RETURN(c.nicBps, parseRate(v));
       haveNic = true;

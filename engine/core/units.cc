@@ -20,7 +20,7 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Splits "12.5GiB" into 12.5 and "gib".
+// Splits "12.5GiB" into 12.5 and "GiB" (the unit as written: b and B differ).
 Result<std::pair<double, std::string>> splitNumber(std::string_view text, const char* what) {
   std::string_view s = trim(text);
   if (s.empty()) return TIDE_ERROR(Code::kInvalidArgument, std::string("empty ") + what);
@@ -38,14 +38,21 @@ Result<std::pair<double, std::string>> splitNumber(std::string_view text, const 
   if (ec != std::errc() || ptr != s.data() + i || !std::isfinite(value))
     return TIDE_ERROR(Code::kInvalidArgument,
                       std::string("bad number in ") + what + ": '" + std::string(text) + "'");
-  return std::make_pair(value, lower(trim(s.substr(i))));
+  return std::make_pair(value, std::string(trim(s.substr(i))));
 }
 
 }  // namespace
 
 Result<uint64_t> parseSize(std::string_view text) {
   TIDE_ASSIGN_OR_RETURN(auto parts, splitNumber(text, "size"));
-  auto [value, unit] = parts;
+  const double value = parts.first;
+  // A lowercase b is bits, as in rates: "1Gb" is not a size.
+  if (!parts.second.empty() && parts.second.back() == 'b') {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "size unit '" + parts.second + "' in '" + std::string(text) +
+                          "' is bits; sizes are bytes: B, KiB, MiB, GiB, TiB, KB, MB, GB, TB");
+  }
+  const std::string unit = lower(parts.second);
   double mult = 0;
   if (unit.empty() || unit == "b")
     mult = 1;
@@ -91,11 +98,13 @@ Result<uint64_t> parseCount(std::string_view text) {
 Result<double> parseRate(std::string_view text) {
   TIDE_ASSIGN_OR_RETURN(auto parts, splitNumber(text, "rate"));
   const double value = parts.first;
-  // The unit as written: b is bits and B is bytes ("400Gb/s" is 50 GB/s),
-  // so the case of that one letter counts; the prefix and the rest do not.
-  std::string_view s = trim(text);
-  s.remove_prefix(s.find_first_not_of("0123456789."));
-  s = trim(s);
+  // b is bits and B is bytes ("400Gb/s" is 50 GB/s), so the case of that
+  // one letter counts; the prefix and the rest do not.
+  std::string_view s = parts.second;
+  if (s.empty()) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "rate '" + std::string(text) + "' needs a unit (Gbps, Gb/s, GB/s, ...)");
+  }
   double prefix = 1;
   if (s.size() > 1) {
     switch (s.front()) {

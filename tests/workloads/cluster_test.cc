@@ -32,6 +32,10 @@ TEST(Cluster, Emulated) {
   EXPECT_FALSE(parseEmulated("emulated:nodes=2,gpus=4").isOk());
   EXPECT_FALSE(parseEmulated("emulated:nodes=0,gpus=4,nic=1GB/s").isOk());
   EXPECT_FALSE(parseEmulated("emulated:nodes=2,color=4,nic=1GB/s").isOk());
+  auto twice = parseEmulated("emulated:nodes=1,gpus=4,nic=1Gbps,nodes=2");
+  ASSERT_FALSE(twice.isOk());
+  EXPECT_NE(twice.status().message().find("'nodes' given twice"), std::string::npos);
+  EXPECT_FALSE(parseEmulated("emulated:nodes=1,gpus=4,nic=1Gbps,nic=1GBps").isOk());
   EXPECT_FALSE(parseEmulated("nodes=2").isOk());
   // loadCluster takes the same spec whatever key comes first.
   auto first = orThrow(loadCluster("emulated:nodes=8,gpus=2,nic=100Mbps,nics=1"));

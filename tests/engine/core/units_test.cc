@@ -13,7 +13,7 @@ TEST(Units, ParsesSizes) {
   EXPECT_EQ(*parseSize("12"), 12u);
   EXPECT_EQ(*parseSize("0B"), 0u);
   EXPECT_EQ(*parseSize("1.5KiB"), 1536u);
-  EXPECT_EQ(*parseSize(" 2 mb "), 2000000u);
+  EXPECT_EQ(*parseSize(" 2 MB "), 2000000u);
 }
 
 TEST(Units, RejectsBadSizes) {
@@ -45,6 +45,18 @@ TEST(Units, ParsesCountsAndRates) {
   EXPECT_FALSE(parseRate("50G").isOk());
   EXPECT_FALSE(parseRate("50Gx/s").isOk());
   EXPECT_FALSE(parseRate("0Gbps").isOk());
+  EXPECT_NE(parseRate("10").status().message().find("needs a unit"), std::string::npos);
+  EXPECT_NE(parseRate(" 10 ").status().message().find("needs a unit"), std::string::npos);
+}
+
+TEST(Units, SizesAreBytesNotBits) {
+  EXPECT_EQ(*parseSize("1kB"), 1000u);
+  EXPECT_EQ(*parseSize("1giB"), 1u << 30);  // prefixes in any case
+  for (const char* bits : {"1Gb", " 2 mb ", "1Gib", "8b"}) {
+    auto r = parseSize(bits);
+    ASSERT_FALSE(r.isOk()) << bits;
+    EXPECT_NE(r.status().message().find("is bits"), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(Units, FormatsBytesAndBandwidth) {
