@@ -293,6 +293,25 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
   bool pipelined = x.sc.strategy.pipelined;
   TaskId allDone = x.g.addJoin();
   auto groups = assignTargets(x, per);
+  // First update: every sending rank pins and registers its CPU replica —
+  // the whole engine rank's model, whatever its stage sends — while the
+  // engines are paused, and all ranks meet at a barrier before gathering.
+  TaskId begin = start;
+  if (x.sc.strategy.firstUpdate) {
+    begin = x.g.addJoin();
+    double pages = std::ceil(x.shares.sharePerRank / static_cast<double>(x.sc.strategy.pageBytes));
+    double sec = pages * x.sc.calib.registerPerPageSeconds;
+    for (int s = 0; s < tl.pp; ++s) {
+      for (int r = 0; r < per; ++r) {
+        if (groups[r].empty()) continue;
+        info.registrationSeconds = std::max(info.registrationSeconds, sec);
+        TaskId reg = x.g.addDelay(sec, s * per + r, sReg);
+        x.g.dep(start, reg);
+        x.g.dep(reg, begin);
+      }
+    }
+    x.g.dep(start, begin);
+  }
   for (int s = 0; s < tl.pp; ++s) {
     const StageBytes& sb = x.shares.stages[s];
     int nb = stageBuckets(x, sb);
@@ -314,18 +333,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     // and written once all its pieces arrived: gathered buckets interleave
     // the EP ranks' experts, so that is at the end of each layer.
     int layers = std::max(1, workloads::stageLayerCounts(tl, x.sc.model.layers)[s]);
-    std::vector<TaskId> regs(per, start);
-    if (x.sc.strategy.firstUpdate) {
-      for (int r = 0; r < per; ++r) {
-        // One pinned replica buffer per rank, shared by its engine ranks.
-        double pages = std::ceil(sb.share / static_cast<double>(x.sc.strategy.pageBytes));
-        double sec = groups[r].empty() ? 0 : pages * x.sc.calib.registerPerPageSeconds;
-        info.registrationSeconds = std::max(info.registrationSeconds, sec);
-        regs[r] = x.g.addDelay(sec, s * per + r, sReg);
-        x.g.dep(start, regs[r]);
-      }
-    }
-    TaskId prevAg = start, prevSync = start;
+    TaskId prevAg = begin, prevSync = begin;
     int pendingBuckets = 0;
     for (int b = 0; b < nb; ++b) {
       ++pendingBuckets;
@@ -363,7 +371,6 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         for (size_t gi = 0; flush && gi < groups[r].size(); ++gi) {
           TaskId ld = x.g.addDelay(loadSecPerBucket * pendingBuckets, gpu, sLoad);
           x.g.dep(prev, ld);
-          x.g.dep(regs[r], ld);
           std::vector<LinkId> d2hPath = onlyLink(x.topo.gpu(gpu).d2h);
           for (LinkId l : onlyLink(x.topo.hostMem(node))) d2hPath.push_back(l);
           TaskId d = x.g.addFlow(x.g.addPath(std::move(d2hPath)), held, 0, gpu, gpu, sD2h,

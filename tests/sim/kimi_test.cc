@@ -1,9 +1,9 @@
 // The headline reproduction: scenarios/kimi-k2-miles.toml against the
-// published Kimi-K2 figures (ANCHORS.md): broadcast 53.3 s and p2p 7.2 s,
+// published Kimi-K2 figures (docs/sources.md): broadcast 53.3 s and p2p 7.2 s,
 // each within 15 %, ratio 6.4-8.4; and each simulation under 10 s of CPU.
 //
 // The p2p figure is a known gap (docs/sim.md, "Known gap"): the mechanisms
-// modelled from the public implementation predict about 72 % of the
+// modelled from the public implementation predict about 79 % of the
 // published time. Its reproduction check is reported as skipped with the
 // gap unless TIDE_SIM_STRICT=1, so the suite stays green while the figure
 // stays visible; the checks that must hold whatever the gap (p2p beats
