@@ -31,7 +31,7 @@ struct Calibration {
   // re-layouts) over the bytes it holds, bytes/s; taken as 100 GB/s.
   double postprocessBps = 100e9;
   // Memory registration: seconds per page pinned and mapped. Source:
-  // ANCHORS "80 GB of 4 KiB pages ≈ 20 M page entries, seconds": 0.2 us/page.
+  // docs/sources.md, "80 GB of 4 KiB pages ≈ 20 M page entries: seconds": 0.2 us/page.
   double registerPerPageSeconds = 0.2e-6;
 };
 

@@ -37,7 +37,7 @@ TEST(ModelZoo, KimiK2Structure) {
   double expertShare =
       static_cast<double>(inv.paramsOfKind(TensorKind::kRoutedExpert)) / inv.totalParams();
   EXPECT_GT(expertShare, 0.95);
-  // FP8 inference is about half the BF16 size (ANCHORS: ~1.03 TB vs ~2.05 TB).
+  // FP8 inference is about half the BF16 size (docs/sources.md: ~1.03 TB vs ~2.05 TB).
   EXPECT_NEAR(inv.bytes(false) / 1e12, 2.05, 0.05);
   EXPECT_NEAR(inv.bytes(true) / 1e12, 1.03, 0.05);
   EXPECT_EQ(inv.find("model.layers.0.mlp.gate.weight"), -1);  // layer 0 is dense
