@@ -1,11 +1,14 @@
 // `tide compare BASE NEW [MORE...]`: regression check between result sets.
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "harness/command.h"
 #include "harness/compare/comparison.h"
+#include "harness/output_path.h"
 #include "harness/plot_runner.h"
 
 namespace tide::harness {
@@ -66,6 +69,15 @@ nlohmann::json historyJson(const std::vector<ResultSet>& sets) {
 }
 
 void run(const CompareArgs& a) {
+  // Checked here, not by CLI11, whose range message prints DBL_MAX in full.
+  if (!(a.threshold >= 0) || !std::isfinite(a.threshold)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", a.threshold);
+    throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
+                                 std::string("--threshold must be >= 0 (got ") + got + ")"));
+  }
+  // Before the comparison, not after it has been printed.
+  if (!a.plot.empty()) orThrow(checkOutputPath("--plot", a.plot));
   CompareOptions opt;
   opt.thresholdPercent = a.threshold;
   opt.alpha = a.alpha;
@@ -74,6 +86,13 @@ void run(const CompareArgs& a) {
   std::vector<ResultSet> sets;
   for (const auto& p : a.sets) sets.push_back(orThrow(loadResultSet(p)));
   auto rows = orThrow(compareSets(sets.front(), sets.back(), opt));
+  // Nothing compared is no verdict: a wrong file or metric names, not a pass.
+  if (std::none_of(rows.begin(), rows.end(),
+                   [](const MetricComparison& r) { return r.verdict != Verdict::kMissing; })) {
+    throw StatusError(TIDE_ERROR(
+        Code::kInvalidArgument,
+        "no metrics in common between " + sets.front().label + " and " + sets.back().label));
+  }
   printTable(rows);
 
   int regressions = 0;
@@ -122,8 +141,7 @@ void addCompareCommand(CLI::App& app) {
       ->required()
       ->expected(2, 1000)
       ->check(CLI::ExistingPath);
-  cmd->add_option("--threshold", args->threshold, "regression threshold in % (default 5)")
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threshold", args->threshold, "regression threshold in % (default 5)");
   cmd->add_option("--threshold-for", args->thresholdFor,
                   "per-metric threshold REGEX=PERCENT (first match wins)");
   cmd->add_option("--alpha", args->alpha, "significance level (default 0.05)")

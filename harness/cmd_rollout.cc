@@ -390,8 +390,19 @@ void addRolloutCommand(CLI::App& app) {
   cmd->add_flag("--no-bus", o->noBus, "skip the bus run");
   cmd->add_option("--json", o->json, "write results to this file");
   cmd->callback([o] {
+    if (o->noPaths && o->noBus) {
+      throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
+                                   "--no-paths and --no-bus together leave nothing to run"));
+    }
+    // The data plane needs one-sided writes: nccl has none.
+    if (o->backend != "tcp" && o->backend != "shm" && o->backend != "rdma") {
+      throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--backend " + o->backend +
+                                                               ": not a rollout backend (known: "
+                                                               "tcp, shm, rdma)"));
+    }
     std::string why = transport::whyNotCompiled(o->backend);
-    if (!why.empty()) throw StatusError(TIDE_ERROR(Code::kUnimplemented, "backend: " + why));
+    if (!why.empty())
+      throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--backend " + o->backend + ": " + why));
     auto lm = lengthModel(*o);
     nlohmann::json j{{"backend", o->backend},
                      {"samples", o->samples},

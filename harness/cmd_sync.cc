@@ -24,6 +24,7 @@
 #include "engine/plan/lower_bound.h"
 #include "engine/transport/registry.h"
 #include "harness/command.h"
+#include "harness/output_path.h"
 #include "harness/sync_replay.h"
 #include "harness/sync_switch_report.h"
 #include "harness/workload_options.h"
@@ -82,6 +83,18 @@ Result<Prepared> prepare(const SyncArgs& a) {
   if (a.ranks != "auto" && a.ranks != "threads" && a.ranks != "processes") {
     return TIDE_ERROR(Code::kInvalidArgument, "--ranks must be auto, threads or processes");
   }
+  // -1 is the default, "none"; anything lower is a typo, not a request.
+  if (a.store.loseNode < -1) {
+    return TIDE_ERROR(Code::kInvalidArgument, "--store-lose-node must be a node index >= 0 (got " +
+                                                  std::to_string(a.store.loseNode) + ")");
+  }
+  if (a.joinAtStep < -1) {
+    return TIDE_ERROR(Code::kInvalidArgument, "--join-engine-at-step must be a step >= 0 (got " +
+                                                  std::to_string(a.joinAtStep) + ")");
+  }
+  // Before the run, which may take minutes, not after it.
+  if (!a.json.empty()) TIDE_RETURN_IF_ERROR(checkOutputPath("--json", a.json));
+  if (!a.events.empty()) TIDE_RETURN_IF_ERROR(checkOutputPath("--events", a.events));
   const auto compiled = transport::compiledBackends();
   if (std::find(compiled.begin(), compiled.end(), a.backend) == compiled.end()) {
     std::string why = transport::whyNotCompiled(a.backend);
@@ -305,7 +318,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   if (a.json.empty()) return Status::ok();
   std::ofstream out(a.json);
   out << j.dump(2) << "\n";
-  if (!out) return TIDE_ERROR(Code::kInternal, "cannot write " + a.json);
+  if (!out) return TIDE_ERROR(Code::kUnavailable, "--json " + a.json + ": cannot write");
   return Status::ok();
 }
 

@@ -18,7 +18,29 @@ struct TraceArgs {
   std::string out;
   std::string file;
   bool exact = false;
+  // Signed, so that a negative value is reported as given; /meta stores int64.
+  int64_t tokensPerStep = static_cast<int64_t>(traces::GenerateOptions{}.routing.tokensPerStep);
 };
+
+// The reader refuses non-finite /meta values, so a file it could not read back
+// is refused here, and so are settings that are finite but meaningless.
+void checkTrainingSettings(const TraceArgs& a) {
+  const traces::GenerateOptions& o = a.gen;
+  auto bad = [](const std::string& flag, const char* want, double got) {
+    char v[32];
+    std::snprintf(v, sizeof v, "%g", got);
+    return StatusError(
+        TIDE_ERROR(Code::kInvalidArgument, flag + " must be " + want + " (got " + v + ")"));
+  };
+  if (!std::isfinite(o.rl.lr) || !(o.rl.lr > 0)) throw bad("--lr", "finite and > 0", o.rl.lr);
+  if (!std::isfinite(o.rl.weightDecay) || !(o.rl.weightDecay >= 0))
+    throw bad("--weight-decay", "finite and >= 0", o.rl.weightDecay);
+  if (a.tokensPerStep <= 0) {
+    throw StatusError(
+        TIDE_ERROR(Code::kInvalidArgument,
+                   "--tokens-per-step must be > 0 (got " + std::to_string(a.tokensPerStep) + ")"));
+  }
+}
 
 void runGen(const TraceArgs& a) {
   traces::GenerateOptions o = a.gen;
@@ -26,6 +48,8 @@ void runGen(const TraceArgs& a) {
   if (o.samplePerTensor == 0 && !a.exact) {
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--sample must be >= 1 (or use --exact)"));
   }
+  checkTrainingSettings(a);
+  o.routing.tokensPerStep = static_cast<uint64_t>(a.tokensPerStep);
   traces::GenerateReport rep;
   traces::TraceData d = orThrow(traces::generateTrace(o, &rep));
   orThrow(traces::writeTrace(a.out, d));
@@ -75,7 +99,7 @@ void addTraceCommand(CLI::App& app) {
       ->check(CLI::Range(0, 1024));
   gen->add_option("--lr", args->gen.rl.lr, "AdamW learning rate")->capture_default_str();
   gen->add_option("--weight-decay", args->gen.rl.weightDecay)->capture_default_str();
-  gen->add_option("--tokens-per-step", args->gen.routing.tokensPerStep,
+  gen->add_option("--tokens-per-step", args->tokensPerStep,
                   "tokens through each MoE layer per step")
       ->capture_default_str();
   gen->add_option("--zipf", args->gen.routing.zipf, "expert popularity skew (0 = uniform)")

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -116,11 +117,33 @@ void addValidateCommand(CLI::App& app) {
                   "to measure it now on 127.0.0.1, or 'none' to treat it as unlimited")
       ->capture_default_str();
   cmd->add_option("--threshold", o->threshold, "allowed mean |error| in percent")
-      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--json", o->json, "write the comparison as JSON");
   cmd->callback([o] {
+    // Checked here, not by CLI11, whose range message prints DBL_MAX in full.
+    if (!(o->threshold > 0) || !std::isfinite(o->threshold)) {
+      char got[32];
+      std::snprintf(got, sizeof got, "%g", o->threshold);
+      throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
+                                   std::string("--threshold must be > 0 (got ") + got + ")"));
+    }
+    auto chunkSize = parseSize(o->chunk);
+    if (!chunkSize.isOk()) throw StatusError(chunkSize.status().withContext("--chunk"));
+    const uint64_t chunk = *chunkSize;
+    if (chunk == 0) throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--chunk must be > 0"));
     nlohmann::json real = readJson(o->real);
+    // Before the cluster: a file that is no sync result has no "cluster" either,
+    // and "no --cluster" would hide the real problem.
+    const std::string schema =
+        real.is_object() && real.contains("schema") && real["schema"].is_string()
+            ? real["schema"].get<std::string>()
+            : "";
+    if (schema != "tide.sync/1") {
+      throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
+                                   "--real " + o->real + ": schema is " +
+                                       (schema.empty() ? "missing" : "'" + schema + "'") +
+                                       ", want tide.sync/1 (the JSON of tide sync --json)"));
+    }
     plan::TransferPlan p = orThrow(plan::TransferPlan::fromJson(readJson(o->plan)));
     std::string clusterName = o->cluster;
     if (clusterName.empty() && real.contains("cluster") && real["cluster"].is_string())
@@ -128,7 +151,6 @@ void addValidateCommand(CLI::App& app) {
     if (clusterName.empty())
       throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "no --cluster and the run names none"));
     workloads::ClusterSpec cluster = orThrow(workloads::loadCluster(clusterName));
-    uint64_t chunk = orThrow(parseSize(o->chunk));
     double hostTcp = 0;
     std::string hostSource = "none";
     if (clusterName.rfind("emulated:", 0) == 0 && o->hostTcp != "none") {

@@ -53,4 +53,17 @@ grep -q "2.000 GB/s (given)" "$dir/out" || { cat "$dir/out"; fail "--host-tcp 2G
 "$TIDE" plan "${small[@]}" --infer-dtype fp4 > "$dir/out" 2>&1 && fail "accepted --infer-dtype fp4"
 [ "$(wc -l < "$dir/out")" -eq 1 ] && grep -q "infer-dtype" "$dir/out" \
   || { cat "$dir/out"; fail "bad --infer-dtype: not one clear line"; }
+# Bad validate input: one line that names the flag or file and the problem.
+vbad() {  # expected-substring args...
+  local want=$1; shift
+  "$TIDE" validate "$@" > "$dir/out" 2>&1 && fail "validate accepted: $*"
+  [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "not one line: $*"; }
+  grep -q -- "$want" "$dir/out" || { cat "$dir/out"; fail "no '$want' for: $*"; }
+}
+ok=(--real "$dir/real_p2p.json" --plan "$dir/plan_p2p.json")
+vbad "--chunk must be > 0" "${ok[@]}" --chunk 0
+vbad "--threshold must be > 0 (got 0)" "${ok[@]}" --threshold 0
+# A file that is not a sync result says so, not "no --cluster".
+vbad "--real $dir/plan_p2p.json: schema is 'tide.plan/1', want tide.sync/1" \
+  --real "$dir/plan_p2p.json" --plan "$dir/plan_p2p.json"
 echo "PASS"

@@ -54,6 +54,12 @@ bad "FP8 inference weights take full updates" --infer-dtype model --sparse
 [ "$(wc -l < "$dir/out")" -eq 1 ] && grep -q "rdma bypasses" "$dir/out" ||
   { cat "$dir/out"; fail "emulated rdma: not one clear line"; }
 bad "scale" --scale 0
+# -1 means "none"; lower values are refused, not read as none.
+bad "store-lose-node must be a node index >= 0 (got -7)" --strategy store --store-lose-node -7
+bad "join-engine-at-step must be a step >= 0 (got -3)" --strategy store --join-engine-at-step -3
+# An unwritable --json fails before the run, naming the flag.
+bad "--json /nonexistent/dir/s.json: directory /nonexistent/dir does not exist" \
+  --json /nonexistent/dir/s.json
 # --replay: the versions of a trace from `tide trace gen` (its seed, AdamW
 # settings and routing), sparse p2p, verified; a trace of another model is
 # refused with the flags that fit.

@@ -38,6 +38,30 @@ rc=$?
 [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "bad file: more than one line: $out"
 echo "$out" | grep -q 'not valid JSON' || fail "unclear error: $out"
 
+# Bad input beyond the files: one line naming the problem, non-zero exit.
+cbad() {  # expected-substring args...
+  local want=$1; shift
+  out=$("$TIDE" compare "$@" 2>&1) && fail "accepted: $*"
+  [ "$(echo "$out" | wc -l)" -eq 1 ] || fail "not one line for $*: $out"
+  echo "$out" | grep -q -- "$want" || fail "no '$want' for $*: $out"
+}
+sed 's/tcp_gbps/shm_gbps/' "$dir/base.json" >"$dir/other.json"
+cbad "no metrics in common between $dir/base.json and $dir/other.json" \
+  "$dir/base.json" "$dir/other.json"
+cbad "no metrics in common" "$dir/base.json" "$dir/other.json" --no-fail
+cbad "--threshold must be >= 0 (got -5)" "$dir/base.json" "$dir/same.json" --threshold -5
+cbad "--plot /nonexistent/dir/x.png: directory /nonexistent/dir does not exist" \
+  "$dir/base.json" "$dir/same.json" --plot /nonexistent/dir/x.png
+# A failing plot script: its last stderr line, not the traceback.
+mkdir "$dir/plots"
+printf 'import sys\nprint("noise", file=sys.stderr)\nraise RuntimeError("no backend here")\n' \
+  >"$dir/plots/history.py"
+out=$(TIDE_PLOTS_DIR="$dir/plots" "$TIDE" compare "$dir/base.json" "$dir/same.json" \
+  --plot "$dir/h0.png" 2>&1 >/dev/null) && fail "failing plot script accepted"
+[ "$(echo "$out" | wc -l)" -eq 1 ] || fail "plot failure: not one error line: $out"
+echo "$out" | grep -q 'history.py failed (exit 1): RuntimeError: no backend here' ||
+  fail "plot failure unclear: $out"
+
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   "$TIDE" compare "$dir/base.json" "$dir/same.json" "$dir/slow.json" --no-fail --plot "$dir/h.png" >/dev/null 2>&1 || fail "plot failed"
   [ -s "$dir/h.png" ] || fail "no plot written"
