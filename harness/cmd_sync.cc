@@ -109,6 +109,11 @@ Result<Prepared> prepare(const SyncArgs& a) {
   WorkloadOptions wo = a.workload;
   wo.inferDtype = a.inferDtype;  // loadWorkload validates and applies it
   p.strategy = wo.strategy;
+  // tide sync runs two update modes on top of the planned strategies.
+  if (wo.strategy != "disk-delta" && wo.strategy != "store" && !sync::createStrategy(wo.strategy)) {
+    return TIDE_ERROR(Code::kInvalidArgument, "--strategy " + wo.strategy +
+                                                  ": unknown (broadcast, p2p, disk-delta, store)");
+  }
   if (wo.strategy == "disk-delta") {
     // Files replace the network, the plan (who needs what from whom) is p2p's.
     if (a.sparse) return TIDE_ERROR(Code::kInvalidArgument, "--sparse is for --strategy p2p");
@@ -506,6 +511,7 @@ void addSyncCommand(CLI::App& app) {
   auto a = std::make_shared<SyncArgs>();
   auto* cmd = app.add_subcommand("sync", "run weight updates for real and verify them bit-exact");
   a->workload.cluster = "emulated:nodes=8,gpus=4,nic=200Mbps,nics=1";
+  a->workload.strategyHelp = "broadcast | p2p | disk-delta | store";
   a->workload.addTo(cmd);
   cmd->add_option("--backend", a->backend, "tcp | shm | rdma | nccl")->capture_default_str();
   cmd->add_option("--steps", a->steps, "weight updates to run")->capture_default_str();

@@ -14,7 +14,7 @@ void WorkloadOptions::addTo(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_option("--cluster", cluster, "cluster preset[:nodes=N] or TOML file")
       ->capture_default_str();
-  cmd->add_option("--strategy", strategy, "broadcast | p2p")->capture_default_str();
+  cmd->add_option("--strategy", strategy, strategyHelp)->capture_default_str();
   cmd->add_option("--bucket", bucket, "bucket size (training-dtype bytes)")->capture_default_str();
   cmd->add_option("--chunk", chunk, "broadcast pipelining chunk")->capture_default_str();
   cmd->add_option("--channels", channels, "broadcast rings (0 = NICs per node)")

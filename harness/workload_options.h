@@ -25,6 +25,7 @@ struct WorkloadOptions {
   std::string infer = "engines=8,tp=32,ep=32,dp_attn=8";
   std::string cluster = "h100-ib-8x400";
   std::string strategy = "p2p";
+  std::string strategyHelp = "broadcast | p2p";  // what addTo() says --strategy takes
   std::string bucket = "1GiB";
   std::string chunk = "1MiB";
   int channels = 0;
