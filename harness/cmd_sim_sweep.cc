@@ -25,7 +25,8 @@ void addSimSweepCommand(CLI::App& sim) {
   cmd->add_option("--scenario", o->scenario, "scenario TOML")->required();
   cmd->add_option("--ep", o->axes.inferEp, "inference EP values (engine size)")->delimiter(',');
   cmd->add_option("--nodes", o->axes.inferNodes, "inference node counts")->delimiter(',');
-  cmd->add_option("--nic-gbps", o->axes.nicGbps, "per-NIC GB/s values")->delimiter(',');
+  cmd->add_option("--nic-gbps", o->axes.nicGbps, "per-NIC rates in GB/s (bytes: 50 = 400 Gb/s)")
+      ->delimiter(',');
   cmd->add_option("--csv", o->csv, "write CSV");
   cmd->add_option("--json", o->json, "write JSON");
   cmd->callback([o] {

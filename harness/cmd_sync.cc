@@ -111,8 +111,10 @@ Result<Prepared> prepare(const SyncArgs& a) {
   p.strategy = wo.strategy;
   // tide sync runs two update modes on top of the planned strategies.
   if (wo.strategy != "disk-delta" && wo.strategy != "store" && !sync::createStrategy(wo.strategy)) {
-    return TIDE_ERROR(Code::kInvalidArgument, "--strategy " + wo.strategy +
-                                                  ": unknown (broadcast, p2p, disk-delta, store)");
+    std::string known;
+    for (const auto& n : sync::strategyNames()) known += n + ", ";
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "--strategy " + wo.strategy + ": unknown (" + known + "disk-delta, store)");
   }
   if (wo.strategy == "disk-delta") {
     // Files replace the network, the plan (who needs what from whom) is p2p's.

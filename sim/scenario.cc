@@ -240,17 +240,24 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   Scenario s;
   s.name = "scenario";
   TIDE_RETURN_IF_ERROR(top.getString("name", s.name, false));
-  auto table = [&](const char* key) {
+  const toml::table* model = nullptr;
+  const toml::table* train = nullptr;
+  const toml::table* infer = nullptr;
+  const toml::table* cluster = nullptr;
+  const toml::table* strategy = nullptr;
+  const toml::table* calibration = nullptr;
+  const toml::table* published = nullptr;
+  for (auto [key, t] : {std::pair{"model", &model},
+                        {"train", &train},
+                        {"infer", &infer},
+                        {"cluster", &cluster},
+                        {"strategy", &strategy},
+                        {"calibration", &calibration},
+                        {"published", &published}}) {
     const toml::node* n = top.get(key);
-    return n ? n->as_table() : nullptr;
-  };
-  const toml::table* model = table("model");
-  const toml::table* train = table("train");
-  const toml::table* infer = table("infer");
-  const toml::table* cluster = table("cluster");
-  const toml::table* strategy = table("strategy");
-  const toml::table* calibration = table("calibration");
-  const toml::table* published = table("published");
+    if (n && !n->is_table()) return top.error(key, std::string("must be a table [") + key + "]");
+    *t = n ? n->as_table() : nullptr;
+  }
   TIDE_RETURN_IF_ERROR(top.rejectUnknown());
   for (auto [key, t] :
        {std::pair{"model", model}, {"train", train}, {"infer", infer}, {"cluster", cluster}}) {
@@ -270,6 +277,9 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   TIDE_ASSIGN_OR_RETURN(s.inferNodes,
                         layoutNodes(inferNodes, s.infer.worldSize(), g, origin, "infer"));
   s.cluster.nodes = s.trainNodes + s.inferNodes;
+  if (auto st = workloads::validateCluster(s.cluster); !st.isOk()) {
+    return st.withContext(tableOrigin(origin, "cluster"));
+  }
 
   const bool fp8Model = s.model.inferDtype == workloads::DType::kFP8E4M3;
   s.strategy.fp8Wire = fp8Model;

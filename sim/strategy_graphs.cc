@@ -285,6 +285,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
   uint16_t sGather = x.g.stageId("allgather");
   uint16_t sConvert = x.g.stageId("convert_host");
   uint16_t sQuant = x.g.stageId("quantize");
+  uint16_t sMap = x.g.stageId("name_map");
   uint16_t sLoad = x.g.stageId("replica_load");
   uint16_t sD2h = x.g.stageId("d2h");
   uint16_t sWrite = x.g.stageId("rdma_write");
@@ -363,7 +364,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;
         TaskId prev = quantize(x, gpu, qBytes, conv, sQuant);
         if (mapSec > 0) {
-          TaskId mp = x.g.addDelay(mapSec, gpu, sLoad);
+          TaskId mp = x.g.addDelay(mapSec, gpu, sMap);
           x.g.dep(prev, mp);
           prev = mp;
         }

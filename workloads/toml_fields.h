@@ -1,5 +1,6 @@
 #pragma once
-// Strict field readers over a parsed TOML table (internal to workloads): every
+// Strict field readers over a parsed TOML table, for tide's TOML inputs (the
+// workloads files and the simulator's scenarios): every
 // key must be known, integers non-negative and in range, types exact, so a
 // typo or an impossible value is one clear error.
 

@@ -125,18 +125,19 @@ Result<double> parseRate(std::string_view text) {
     }
     if (prefix != 1) s.remove_prefix(1);
   }
-  const std::string rest = s.empty() ? std::string() : lower(s.substr(1));
+  const bool b = !s.empty() && (s[0] == 'b' || s[0] == 'B');
+  const std::string rest = b ? lower(s.substr(1)) : std::string();
   double bitsPerUnit = 0;
-  if (!s.empty() && (rest == "it" || rest == "it/s" || rest == "its/s")) {
+  if (b && (rest == "it" || rest == "it/s" || rest == "its/s")) {
     bitsPerUnit = 1;  // "Gbit", "Gbit/s"
-  } else if (!s.empty() && (rest == "yte/s" || rest == "ytes/s")) {
+  } else if (b && (rest == "yte/s" || rest == "ytes/s")) {
     bitsPerUnit = 8;  // "GByte/s"
-  } else if (!s.empty() && (rest == "ps" || rest == "/s") && (s[0] == 'b' || s[0] == 'B')) {
+  } else if (b && (rest == "ps" || rest == "/s")) {
     bitsPerUnit = s[0] == 'b' ? 1 : 8;  // "Gbps", "Gb/s" | "GBps", "GB/s"
   }
   if (bitsPerUnit == 0)
     return TIDE_ERROR(Code::kInvalidArgument,
-                      "unknown rate unit '" + std::string(s) + "' in '" + std::string(text) +
+                      "unknown rate unit '" + parts.second + "' in '" + std::string(text) +
                           "' (bits/s: Gbps, Gb/s, Gbit/s; bytes/s: GB/s, GBps; also M, K)");
   const double bytesPerSec = value * prefix * bitsPerUnit / 8;
   if (bytesPerSec <= 0)

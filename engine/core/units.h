@@ -16,11 +16,13 @@ inline constexpr uint64_t kMiB = 1024ull * kKiB;
 inline constexpr uint64_t kGiB = 1024ull * kMiB;
 inline constexpr double kGB = 1e9;  // for GB/s
 
-// "1GiB" -> 1073741824. Rejects negatives, unknown suffixes, overflow.
+// "1GiB" -> 1073741824. Rejects negatives, unknown suffixes, overflow, and a
+// lowercase b ("1Gb" is bits, not a size).
 Result<uint64_t> parseSize(std::string_view text);
 // Non-negative integer ("8"), rejecting signs, junk and overflow.
 Result<uint64_t> parseCount(std::string_view text);
-// Rates such as "400Gbps", "50GB/s", "10Gbit" -> bytes per second.
+// Rates such as "400Gbps", "50GB/s", "10Gbit" -> bytes per second. A lowercase
+// b is bits, an uppercase B bytes ("400Gb/s" = "50GB/s"); a unit is required.
 Result<double> parseRate(std::string_view text);
 
 // 1073741824 -> "1 GiB"; 1500 -> "1500 B" (exact when a power-of-two unit fits).

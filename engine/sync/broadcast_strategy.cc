@@ -145,7 +145,9 @@ Result<plan::TransferPlan> BroadcastStrategy::makePlan(const SyncProblem& pr) co
   }
   size_t inferRanks = 0;
   for (const auto& [node, v] : inferByNode) inferRanks += v.size();
-  const size_t estBuckets = trainBytes / pr.options.bucketBytes + pp;
+  // A bucket holds at least one tensor, so there are no more than tensors.
+  const size_t estBuckets =
+      std::min<uint64_t>(trainBytes / pr.options.bucketBytes, numTensors) + pp;
   p.moves.reserve(base.holdings.size() + estBuckets * inferRanks);
   std::vector<uint64_t> sent(base.ranks.size(), 0);
   std::vector<std::vector<Entry>> entries(numTensors);

@@ -180,7 +180,7 @@ TEST(Strategy, EngineLoadersMatchEveryNameAgainstTheExpertMapping) {
 }
 
 TEST(Strategy, P2pSourcesMapEveryNameOncePerBucket) {
-  // One engine rank per source (16 sources per stage, 16 targets): each
+  // 8 sources per stage, each serving 2 targets of one engine rank: each
   // source maps every gathered tensor once and loads its replica once.
   StepCost c = stepCost("p2p");
   double steps = 0;
@@ -294,10 +294,17 @@ TEST(Scenario, WireDtypeDefaultsToWhatTheModelServes) {
 }
 
 TEST(Scenario, RejectsBadInput) {
-  EXPECT_FALSE(parseScenario("name = 1\n", "t").isOk());  // no [model]
+  auto says = [](const std::string& text, const std::string& what) {
+    auto r = parseScenario(text, "t");
+    ASSERT_FALSE(r.isOk()) << text;
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().toString();
+  };
+  says("name = \"x\"\n[train]\nlayout = \"tp=1\"\n", "missing [model]");
+  says("name = 1\n", "'name' must be a string");
+  says("strategy = \"p2p\"\n", "'strategy' must be a table [strategy]");
   EXPECT_FALSE(parseScenario("[[[", "t").isOk());
-  // Too few inference nodes for the layout.
-  EXPECT_FALSE(parseScenario(scenarioText("engines=4,tp=8,ep=8", 2), "t").isOk());
+  // More inference GPUs than the given nodes hold.
+  says(scenarioText("engines=4,tp=8,ep=8", 2), "fill 4 node(s)");
   // Unknown strategy.
   std::string s = scenarioText("engines=2,tp=8,ep=8", 2);
   s.replace(s.find("bucket"), 0, "names = [\"smoke\"]\n");

@@ -46,6 +46,9 @@ TEST(Units, ParsesCountsAndRates) {
   EXPECT_FALSE(parseRate("50Gx/s").isOk());
   EXPECT_FALSE(parseRate("0Gbps").isOk());
   EXPECT_NE(parseRate("10").status().message().find("needs a unit"), std::string::npos);
+  EXPECT_FALSE(parseRate("50Gxit/s").isOk());
+  EXPECT_FALSE(parseRate("50Gzyte/s").isOk());
+  EXPECT_NE(parseRate("47.5GB").status().message().find("unit 'GB'"), std::string::npos);
   EXPECT_NE(parseRate(" 10 ").status().message().find("needs a unit"), std::string::npos);
 }
 
