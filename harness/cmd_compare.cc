@@ -8,6 +8,7 @@
 
 #include "harness/command.h"
 #include "harness/compare/comparison.h"
+#include "harness/flag_check.h"
 #include "harness/output_path.h"
 #include "harness/plot_runner.h"
 
@@ -69,12 +70,8 @@ nlohmann::json historyJson(const std::vector<ResultSet>& sets) {
 }
 
 void run(const CompareArgs& a) {
-  // Checked here, not by CLI11, whose range message prints DBL_MAX in full.
   if (!(a.threshold >= 0) || !std::isfinite(a.threshold)) {
-    char got[32];
-    std::snprintf(got, sizeof got, "%g", a.threshold);
-    throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
-                                 std::string("--threshold must be >= 0 (got ") + got + ")"));
+    throw flagError("--threshold", ">= 0", a.threshold);
   }
   // Before the comparison, not after it has been printed.
   if (!a.plot.empty()) orThrow(checkOutputPath("--plot", a.plot));

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "harness/command.h"
+#include "harness/flag_check.h"
 #include "traces/change_summary.h"
 #include "traces/generator.h"
 #include "traces/trace_file.h"
@@ -26,15 +27,9 @@ struct TraceArgs {
 // is refused here, and so are settings that are finite but meaningless.
 void checkTrainingSettings(const TraceArgs& a) {
   const traces::GenerateOptions& o = a.gen;
-  auto bad = [](const std::string& flag, const char* want, double got) {
-    char v[32];
-    std::snprintf(v, sizeof v, "%g", got);
-    return StatusError(
-        TIDE_ERROR(Code::kInvalidArgument, flag + " must be " + want + " (got " + v + ")"));
-  };
-  if (!std::isfinite(o.rl.lr) || !(o.rl.lr > 0)) throw bad("--lr", "finite and > 0", o.rl.lr);
+  if (!std::isfinite(o.rl.lr) || !(o.rl.lr > 0)) throw flagError("--lr", "finite and > 0", o.rl.lr);
   if (!std::isfinite(o.rl.weightDecay) || !(o.rl.weightDecay >= 0))
-    throw bad("--weight-decay", "finite and >= 0", o.rl.weightDecay);
+    throw flagError("--weight-decay", "finite and >= 0", o.rl.weightDecay);
   if (a.tokensPerStep <= 0) {
     throw StatusError(
         TIDE_ERROR(Code::kInvalidArgument,

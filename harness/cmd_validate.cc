@@ -20,6 +20,7 @@
 #include "engine/core/units.h"
 #include "engine/plan/transfer_plan.h"
 #include "harness/command.h"
+#include "harness/flag_check.h"
 #include "sim/plan_lowering.h"
 #include "sim/report.h"
 #include "sim/validation.h"
@@ -120,12 +121,8 @@ void addValidateCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--json", o->json, "write the comparison as JSON");
   cmd->callback([o] {
-    // Checked here, not by CLI11, whose range message prints DBL_MAX in full.
     if (!(o->threshold > 0) || !std::isfinite(o->threshold)) {
-      char got[32];
-      std::snprintf(got, sizeof got, "%g", o->threshold);
-      throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
-                                   std::string("--threshold must be > 0 (got ") + got + ")"));
+      throw flagError("--threshold", "> 0", o->threshold);
     }
     auto chunkSize = parseSize(o->chunk);
     if (!chunkSize.isOk()) throw StatusError(chunkSize.status().withContext("--chunk"));
@@ -134,15 +131,8 @@ void addValidateCommand(CLI::App& app) {
     nlohmann::json real = readJson(o->real);
     // Before the cluster: a file that is no sync result has no "cluster" either,
     // and "no --cluster" would hide the real problem.
-    const std::string schema =
-        real.is_object() && real.contains("schema") && real["schema"].is_string()
-            ? real["schema"].get<std::string>()
-            : "";
-    if (schema != "tide.sync/1") {
-      throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
-                                   "--real " + o->real + ": schema is " +
-                                       (schema.empty() ? "missing" : "'" + schema + "'") +
-                                       ", want tide.sync/1 (the JSON of tide sync --json)"));
+    if (auto st = sim::checkSyncSchema(real); !st.isOk()) {
+      throw StatusError(st.withContext("--real " + o->real));
     }
     plan::TransferPlan p = orThrow(plan::TransferPlan::fromJson(readJson(o->plan)));
     std::string clusterName = o->cluster;

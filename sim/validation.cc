@@ -5,13 +5,24 @@
 
 namespace tide::sim {
 
+Status checkSyncSchema(const nlohmann::json& real) {
+  const std::string schema =
+      real.is_object() && real.contains("schema") && real["schema"].is_string()
+          ? real["schema"].get<std::string>()
+          : "";
+  if (schema == "tide.sync/1") return Status::ok();
+  return TIDE_ERROR(Code::kInvalidArgument,
+                    "schema is " + (schema.empty() ? std::string("missing") : "'" + schema + "'") +
+                        ", want tide.sync/1 (the JSON of tide sync --json)");
+}
+
 Result<Validation> compareWithReal(const nlohmann::json& real, double simSeconds, double planBytes,
                                    double threshold) {
   auto bad = [](const std::string& m) {
     return TIDE_ERROR(Code::kInvalidArgument, "real run: " + m);
   };
   if (!real.is_object()) return bad("not a JSON object");
-  if (real.value("schema", std::string()) != "tide.sync/1") return bad("schema is not tide.sync/1");
+  if (auto st = checkSyncSchema(real); !st.isOk()) return st.withContext("real run");
   if (!real.contains("verified") || !real["verified"].is_boolean() || !real["verified"].get<bool>())
     return bad("not verified (its data was not checked bit-exact)");
   if (!real.contains("steps") || !real["steps"].is_array() || real["steps"].empty())

@@ -30,6 +30,9 @@ struct Validation {
 
 // Rejects a result that is not tide.sync/1, not verified, has no steps, or
 // whose bytes differ from `planBytes` (when > 0): that run moved another plan.
+// OK when `real` is a tide.sync/1 document (the JSON of tide sync --json).
+[[nodiscard]] Status checkSyncSchema(const nlohmann::json& real);
+
 [[nodiscard]] Result<Validation> compareWithReal(const nlohmann::json& real, double simSeconds,
                                                  double planBytes, double threshold = 0.15);
 
