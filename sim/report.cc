@@ -35,6 +35,7 @@ void printScenarioInputs(const Scenario& sc) {
       "PCIe %.0f/%.0f GB/s, host memory %.0f GB/s per node",
       c.name.c_str(), c.gpusPerNode, c.nicsPerNode, c.nicBps / 1e9, c.nvlinkBps / 1e9,
       c.pcieH2DBps / 1e9, c.pcieD2HBps / 1e9, c.hostMemBps / 1e9);
+  if (c.hbmBps > 0) std::printf(", HBM %.0f GB/s", c.hbmBps / 1e9);
   if (c.fabric.nodesPerLeaf > 0) {
     std::printf("; %d nodes per leaf, %.1f:1", c.fabric.nodesPerLeaf, c.fabric.oversubscription);
   }
@@ -61,6 +62,7 @@ nlohmann::json scenarioInputsJson(const Scenario& sc) {
             {"pcie_h2d_bytes_per_second", c.pcieH2DBps},
             {"pcie_d2h_bytes_per_second", c.pcieD2HBps},
             {"host_mem_bytes_per_second", c.hostMemBps},
+            {"hbm_bytes_per_second", c.hbmBps},
             {"nodes_per_leaf", c.fabric.nodesPerLeaf},
             {"oversubscription", c.fabric.oversubscription},
             {"latency_seconds", c.fabric.latencySeconds}}},

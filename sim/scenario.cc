@@ -84,6 +84,7 @@ Result<workloads::ClusterSpec> parseClusterTable(const toml::table& c, std::stri
   TIDE_RETURN_IF_ERROR(rateField(f, "pcie_h2d", s.pcieH2DBps));
   TIDE_RETURN_IF_ERROR(rateField(f, "pcie_d2h", s.pcieD2HBps));
   TIDE_RETURN_IF_ERROR(rateField(f, "host_mem", s.hostMemBps));
+  TIDE_RETURN_IF_ERROR(rateField(f, "hbm", s.hbmBps));
   TIDE_RETURN_IF_ERROR(rateField(f, "storage", s.storageBps));
   for (auto [name, v] : {std::pair{"nic", s.nicBps},
                          {"nvlink", s.nvlinkBps},

@@ -24,6 +24,12 @@ constexpr double kLoaderCopyOps = 3;
 // copies the tensors it keeps, on the device (no synchronization).
 constexpr double kReceiveOps = 2;
 constexpr double kEngineCopyOps = 2;
+// Device copies after a gather, per gathered byte. PyTorch's NCCL all-gather
+// into a list of tensors (Miles' EP gather of experts) gathers into one flat
+// buffer and copies every slice out; a TP-gathered tensor (all_gather_param)
+// is concatenated once more. A copy reads and writes each byte.
+constexpr double kExpertGatherCopies = 1;
+constexpr double kDenseGatherCopies = 2;
 
 struct Ctx {
   const Scenario& sc;
@@ -114,6 +120,18 @@ TaskId ringAllGather(Ctx& x, const std::vector<int>& members, double bytesOut, T
   return join;
 }
 
+// The device copies on `gpu` after a bucket's gathers (`fe` its expert
+// fraction), over the GPU's memory bandwidth; none where it is not a limit.
+TaskId gatherCopy(Ctx& x, int gpu, double bucket, double fe, TaskId after, uint16_t stage) {
+  std::vector<LinkId> hbm = onlyLink(x.topo.gpu(gpu).hbm);
+  if (hbm.empty() || bucket <= 0) return after;
+  double bytes = 2 * bucket * (fe * kExpertGatherCopies + (1 - fe) * kDenseGatherCopies);
+  TaskId c =
+      x.g.addFlow(x.g.addPath(std::move(hbm)), bytes, 0, gpu, gpu, stage, TaskPath::kCompute);
+  x.g.dep(after, c);
+  return c;
+}
+
 // Chain (ring-pipelined) broadcast from `root` to `receivers`, per channel one
 // flow over all hops; the pipeline fill is one chunk per hop.
 TaskId chainBroadcast(Ctx& x, int root, const std::vector<int>& receivers, double bytes,
@@ -183,6 +201,7 @@ TaskId finish(Ctx& x, TaskId allDone) {
 void buildBroadcast(Ctx& x, TaskId start) {
   const auto& tl = x.sc.train;
   uint16_t sGather = x.g.stageId("allgather");
+  uint16_t sCopy = x.g.stageId("gather_copy");
   uint16_t sConvert = x.g.stageId("convert_host");
   uint16_t sQuant = x.g.stageId("quantize");
   uint16_t sCall = x.g.stageId("engine_call");
@@ -204,9 +223,11 @@ void buildBroadcast(Ctx& x, TaskId start) {
     for (int b = 0; b < nb; ++b) {
       TaskId a1 = ringAllGather(x, ep, bucket * fe, prev, sGather);
       TaskId a2 = ringAllGather(x, tp, bucket * (1 - fe), prev, sGather);
+      TaskId ag = x.g.addJoin();
+      x.g.dep(a1, ag);
+      x.g.dep(a2, ag);
       TaskId conv = x.g.addDelay(hostSeconds(x, sb.tensors / nb), head, sConvert);
-      x.g.dep(a1, conv);
-      x.g.dep(a2, conv);
+      x.g.dep(gatherCopy(x, head, bucket, fe, ag, sCopy), conv);
       TaskId q = quantize(x, head, bucket, conv, sQuant);
       TaskId call = x.g.addDelay(x.sc.calib.engineCallSeconds * x.k, head, sCall);
       x.g.tasks()[call].acquire = lock;
@@ -283,6 +304,7 @@ std::vector<std::vector<ReplicaGroup>> assignTargets(const Ctx& x, int m) {
 void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
   const auto& tl = x.sc.train;
   uint16_t sGather = x.g.stageId("allgather");
+  uint16_t sCopy = x.g.stageId("gather_copy");
   uint16_t sConvert = x.g.stageId("convert_host");
   uint16_t sQuant = x.g.stageId("quantize");
   uint16_t sMap = x.g.stageId("name_map");
@@ -358,7 +380,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         int gpu = s * per + r;
         int node = x.topo.nodeOf(gpu);
         TaskId conv = x.g.addDelay(convertSec, gpu, sConvert);
-        x.g.dep(ag, conv);
+        x.g.dep(gatherCopy(x, gpu, bucket, fe, ag, sCopy), conv);
         // A static schedule quantizes only what this rank sends; the RL
         // framework converts the whole gathered bucket on every rank.
         double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;

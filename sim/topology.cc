@@ -36,6 +36,7 @@ Topology::Topology(const workloads::ClusterSpec& spec, int nodes, double quantBp
       l.h2d = maybeLink(solver, spec.pcieH2DBps, p + ".pcie.h2d");
       l.d2h = maybeLink(solver, spec.pcieD2HBps, p + ".pcie.d2h");
       l.quant = maybeLink(solver, quantBps, p + ".fp8quant");
+      l.hbm = maybeLink(solver, spec.hbmBps, p + ".hbm");
       gpu_.push_back(l);
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 // The simulated cluster as solver links: per GPU its NIC (tx/rx), NVLink
-// (tx/rx), PCIe (H2D/D2H) and an FP8-quantization engine; per node its host
+// (tx/rx), PCIe (H2D/D2H), device memory (device copies) and an
+// FP8-quantization engine; per node its host
 // memory bandwidth (CPU copies and NIC reads of pinned host buffers); per leaf switch an up- and a
 // downlink to the spine (capacity of the leaf's NICs / oversubscription).
 // GPUs are numbered node * gpusPerNode + gpu.
@@ -22,7 +23,7 @@ inline std::vector<LinkId> onlyLink(LinkId l) {
 }
 
 struct GpuLinks {
-  LinkId nvTx, nvRx, h2d, d2h, quant;
+  LinkId nvTx, nvRx, h2d, d2h, quant, hbm;
 };
 
 class Topology {

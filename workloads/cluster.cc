@@ -37,6 +37,7 @@ std::string ClusterSpec::toString() const {
   o << name << ": " << nodes << " nodes x " << gpusPerNode << " GPUs, " << nicsPerNode << " NICs x "
     << nicBps / kGB << " GB/s, NVLink " << nvlinkBps / kGB << " GB/s, PCIe H2D " << pcieH2DBps / kGB
     << " / D2H " << pcieD2HBps / kGB << " GB/s";
+  if (hbmBps > 0) o << ", HBM " << hbmBps / kGB << " GB/s";
   if (fabric.nodesPerLeaf > 0) {
     o << ", leaf/spine " << fabric.nodesPerLeaf << " nodes/leaf, " << fabric.oversubscription
       << ":1";
@@ -82,6 +83,7 @@ Result<ClusterSpec> parseClusterToml(std::string_view text, std::string_view ori
   TIDE_RETURN_IF_ERROR(getRate(f, "pcie_h2d_gbps", c.pcieH2DBps, false));
   TIDE_RETURN_IF_ERROR(getRate(f, "pcie_d2h_gbps", c.pcieD2HBps, false));
   TIDE_RETURN_IF_ERROR(getRate(f, "host_mem_gbps", c.hostMemBps, false));
+  TIDE_RETURN_IF_ERROR(getRate(f, "hbm_gbps", c.hbmBps, false));
   TIDE_RETURN_IF_ERROR(getRate(f, "storage_gbps", c.storageBps, false));
   TIDE_RETURN_IF_ERROR(f.getInt("nodes_per_leaf", c.fabric.nodesPerLeaf, 1 << 20, false));
   TIDE_RETURN_IF_ERROR(f.getDouble("oversubscription", c.fabric.oversubscription, false));
@@ -181,7 +183,7 @@ Result<ClusterSpec> parseEmulated(std::string_view text) {
   if (!haveNic) return bad("emulated: nic=RATE is required (e.g. nic=10Gbps)");
   if (c.nicsPerNode == 0) c.nicsPerNode = c.gpusPerNode;
   // Same-host ranks: the other paths are memory copies, not modelled as limits.
-  c.nvlinkBps = c.pcieH2DBps = c.pcieD2HBps = c.hostMemBps = c.storageBps = 0;
+  c.nvlinkBps = c.pcieH2DBps = c.pcieD2HBps = c.hostMemBps = c.hbmBps = c.storageBps = 0;
   TIDE_RETURN_IF_ERROR(validateCluster(c));
   return c;
 }

@@ -26,6 +26,7 @@ struct ClusterSpec {
   double pcieH2DBps = 0;
   double pcieD2HBps = 0;
   double hostMemBps = 0;  // host memcpy bandwidth per node
+  double hbmBps = 0;      // device memory per GPU (a device copy reads and writes each byte)
   double storageBps = 0;  // per node
   FabricSpec fabric;
   // gpuNic[g] = NIC index of GPU g of a node; empty = g * nics / gpus.

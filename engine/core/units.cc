@@ -108,6 +108,10 @@ Result<double> parseRate(std::string_view text) {
   double prefix = 1;
   if (s.size() > 1) {
     switch (s.front()) {
+      case 'T':
+      case 't':
+        prefix = 1e12;
+        break;
       case 'G':
       case 'g':
         prefix = 1e9;
@@ -138,7 +142,7 @@ Result<double> parseRate(std::string_view text) {
   if (bitsPerUnit == 0)
     return TIDE_ERROR(Code::kInvalidArgument,
                       "unknown rate unit '" + parts.second + "' in '" + std::string(text) +
-                          "' (bits/s: Gbps, Gb/s, Gbit/s; bytes/s: GB/s, GBps; also M, K)");
+                          "' (bits/s: Gbps, Gb/s, Gbit/s; bytes/s: GB/s, GBps; also T, M, K)");
   const double bytesPerSec = value * prefix * bitsPerUnit / 8;
   if (bytesPerSec <= 0)
     return TIDE_ERROR(Code::kInvalidArgument, "rate must be positive: '" + std::string(text) + "'");

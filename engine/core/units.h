@@ -21,7 +21,7 @@ inline constexpr double kGB = 1e9;  // for GB/s
 Result<uint64_t> parseSize(std::string_view text);
 // Non-negative integer ("8"), rejecting signs, junk and overflow.
 Result<uint64_t> parseCount(std::string_view text);
-// Rates such as "400Gbps", "50GB/s", "10Gbit" -> bytes per second. A lowercase
+// Rates such as "400Gbps", "50GB/s", "3.35TB/s", "10Gbit" -> bytes per second. A lowercase
 // b is bits, an uppercase B bytes ("400Gb/s" = "50GB/s"); a unit is required.
 Result<double> parseRate(std::string_view text);
 

@@ -194,6 +194,44 @@ TEST(Strategy, P2pSourcesMapEveryNameOncePerBucket) {
   EXPECT_LT(c.added, 1.05 * expect);
 }
 
+TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
+  // A list all-gather lands in one flat buffer and is copied out slice by
+  // slice; TP-gathered tensors are concatenated once more. Each copy reads
+  // and writes every byte through the GPU's memory; with no `hbm` figure the
+  // copies are not a limit and do not appear.
+  std::string text = scenarioText("engines=2,tp=8,ep=8", 2);
+  std::string withHbm = text;
+  withHbm.replace(withHbm.find("[strategy]"), 0, "hbm = \"0.1TB/s\"\n");
+  Scenario without = load(text);
+  Scenario with = load(withHbm);
+  ASSERT_EQ(with.cluster.hbmBps, 0.1e12);
+  ModelShares sh = computeShares(with.model, with.train, with.infer, false);
+  double longest = 0;
+  for (const auto& s : sh.stages) {
+    double copied = 2 * (s.trainExpert + 2 * (s.train - s.trainExpert));
+    longest = std::max(longest, copied / with.cluster.hbmBps);
+  }
+  for (const char* strategy : {"broadcast", "p2p"}) {
+    auto a = simulate(without, strategy);
+    auto b = simulate(with, strategy);
+    ASSERT_TRUE(a.isOk() && b.isOk());
+    auto busy = [](const StrategyResult& r) {
+      for (const auto& s : r.stages) {
+        if (s.name == "gather_copy") return s.busy;
+      }
+      return 0.0;
+    };
+    EXPECT_EQ(busy(*a), 0.0) << strategy;
+    EXPECT_GT(busy(*b), longest) << strategy;
+    if (std::string(strategy) == "p2p") {
+      // Every source copies before it converts: on the chain of the longest
+      // stage, less what the background writes of earlier layers hide.
+      EXPECT_GT(b->seconds - a->seconds, 0.5 * longest);
+      EXPECT_LT(b->seconds - a->seconds, 1.05 * longest);
+    }
+  }
+}
+
 TEST(LoaderScan, StepsFollowTheExpertMapping) {
   workloads::TensorSpec t;
   t.kind = workloads::TensorKind::kRoutedExpert;

@@ -40,6 +40,8 @@ TEST(Units, ParsesCountsAndRates) {
   EXPECT_DOUBLE_EQ(*parseRate("50gB/s"), 50e9);
   EXPECT_DOUBLE_EQ(*parseRate("50 GByte/s"), 50e9);
   EXPECT_DOUBLE_EQ(*parseRate("100Mbps"), 12.5e6);
+  EXPECT_DOUBLE_EQ(*parseRate("3.35TB/s"), 3.35e12);
+  EXPECT_DOUBLE_EQ(*parseRate("1.6Tbps"), 200e9);
   EXPECT_DOUBLE_EQ(*parseRate("8b/s"), 1.0);
   EXPECT_DOUBLE_EQ(*parseRate("3B/s"), 3.0);
   EXPECT_FALSE(parseRate("50G").isOk());
