@@ -12,6 +12,7 @@ namespace tide::sim {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
 
 struct Timer {
   double t;
@@ -25,6 +26,8 @@ class Runner {
  public:
   Runner(WorkGraph& g, FlowSolver& s) : g_(g), s_(s), locks_(g.lockCount()) {
     starts_.assign(g.tasks().size(), 0.0);
+    ends_.assign(g.tasks().size(), 0.0);
+    enabler_.assign(g.tasks().size(), kNoTask);
   }
 
   Result<ExecResult> run() {
@@ -67,6 +70,7 @@ class Runner {
     res_.flows = flowTask_.size();
     res_.solves = s_.solves();
     buildStages();
+    buildCriticalPath();
     res_.wallSeconds = wall.seconds();
     return std::move(res_);
   }
@@ -109,6 +113,8 @@ class Runner {
   void complete(TaskId id, double now) {
     Task& t = g_.tasks()[id];
     ++done_;
+    ends_[id] = now;
+    last_ = id;
     if (t.record) {
       res_.events.push_back({starts_[id], now, t.src, t.dst, t.bytes, t.stage, t.kind});
     }
@@ -119,11 +125,15 @@ class Runner {
         TaskId next = l.waiters.front();
         l.waiters.pop_front();
         l.held = true;
+        enabler_[next] = id;
         begin(next, now);
       }
     }
     for (TaskId s : t.succ) {
-      if (--g_.tasks()[s].pendingDeps == 0) ready(s, now);
+      if (--g_.tasks()[s].pendingDeps == 0) {
+        enabler_[s] = id;  // replaced by the lock's release if it must wait
+        ready(s, now);
+      }
     }
   }
 
@@ -162,6 +172,16 @@ class Runner {
     }
   }
 
+  // Walks back from the last task through the tasks that made each ready;
+  // every task begins when its enabler ends, so the chain covers the
+  // makespan without gaps.
+  void buildCriticalPath() {
+    const auto& tasks = g_.tasks();
+    for (TaskId id = last_; id != kNoTask && id < tasks.size(); id = enabler_[id]) {
+      res_.stages[tasks[id].stage].critical += ends_[id] - starts_[id];
+    }
+  }
+
   struct Lock {
     bool held = false;
     std::deque<TaskId> waiters;
@@ -170,7 +190,9 @@ class Runner {
   WorkGraph& g_;
   FlowSolver& s_;
   std::vector<Lock> locks_;
-  std::vector<double> starts_;
+  std::vector<double> starts_, ends_;
+  std::vector<TaskId> enabler_;  // the task whose end made this one ready
+  TaskId last_ = kNoTask;
   std::vector<TaskId> flowTask_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t seq_ = 0;

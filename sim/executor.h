@@ -28,6 +28,11 @@ struct StageStats {
   double first = 0;  // first start
   double last = 0;   // last end
   double busy = 0;   // length of the union of its task intervals
+  // Its share of the critical path: the chain of tasks, each made ready by
+  // the one before it (its last dependency, or the release of the lock it
+  // waited for), that ends with the last task. The shares add up to the
+  // makespan.
+  double critical = 0;
   double bytes = 0;
   uint64_t tasks = 0;
 };

@@ -9,11 +9,12 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   std::printf("%s / %s: %.3f s  (lower bound %.3f s on %s; %.1f GB per inference rank)\n",
               r.scenario.c_str(), r.strategy.c_str(), r.seconds, r.lowerBoundSeconds,
               r.bottleneck.c_str(), r.bytesPerInferRank / 1e9);
-  std::printf("  %-14s %10s %10s %10s %12s\n", "stage", "first_s", "last_s", "busy_s", "GB");
+  std::printf("  %-14s %10s %10s %10s %10s %12s\n", "stage", "first_s", "last_s", "busy_s",
+              "critical_s", "GB");
   for (const auto& s : r.stages) {
     if (s.tasks == 0) continue;
-    std::printf("  %-14s %10.3f %10.3f %10.3f %12.2f\n", s.name.c_str(), s.first, s.last, s.busy,
-                s.bytes / 1e9);
+    std::printf("  %-14s %10.3f %10.3f %10.3f %10.3f %12.2f\n", s.name.c_str(), s.first, s.last,
+                s.busy, s.critical, s.bytes / 1e9);
   }
   for (const auto& [name, secs] : sc.published) {
     if (name != r.strategy) continue;

@@ -76,6 +76,7 @@ nlohmann::json StrategyResult::toJson() const {
                   {"first_seconds", s.first},
                   {"last_seconds", s.last},
                   {"busy_seconds", s.busy},
+                  {"critical_seconds", s.critical},
                   {"bytes", s.bytes},
                   {"tasks", s.tasks}});
   }

@@ -37,6 +37,33 @@ TEST(Executor, LockSerializesTasks) {
   EXPECT_DOUBLE_EQ(r->stages[0].busy, 3.0);
 }
 
+TEST(Executor, CriticalPathFollowsTheLastDependencyAndTheLock) {
+  // Two branches join: a 1 s delay "a" and a 3 s delay "b" feed "c" (2 s).
+  // Then two 1 s tasks "l" share a lock after c; the second waits for the
+  // first. The critical path is b, c, l, l: 3 + 2 + 2 = 7 s, and "a" is off it.
+  FlowSolver s;
+  WorkGraph g;
+  auto sa = g.stageId("a"), sb = g.stageId("b"), sc = g.stageId("c"), sl = g.stageId("l");
+  TaskId a = g.addDelay(1.0, 0, sa), b = g.addDelay(3.0, 1, sb), c = g.addDelay(2.0, 0, sc);
+  g.dep(a, c);
+  g.dep(b, c);
+  int32_t lock = g.addLock();
+  for (int i = 0; i < 2; ++i) {
+    TaskId t = g.addDelay(1.0, i, sl);
+    g.tasks()[t].acquire = lock;
+    g.tasks()[t].release = lock;
+    g.dep(c, t);
+  }
+  auto r = execute(g, s);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_DOUBLE_EQ(r->makespan, 7.0);
+  EXPECT_DOUBLE_EQ(r->stages[sa].critical, 0.0);
+  EXPECT_DOUBLE_EQ(r->stages[sb].critical, 3.0);
+  EXPECT_DOUBLE_EQ(r->stages[sc].critical, 2.0);
+  EXPECT_DOUBLE_EQ(r->stages[sl].critical, 2.0);
+  EXPECT_DOUBLE_EQ(r->stages[sa].busy, 1.0);
+}
+
 TEST(Executor, ParallelFlowsShareALink) {
   FlowSolver s;
   WorkGraph g;

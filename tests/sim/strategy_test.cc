@@ -232,6 +232,28 @@ TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
   }
 }
 
+TEST(Strategy, CriticalPathAddsUpToTheUpdate) {
+  // The per-stage critical-path shares partition the update time; in
+  // broadcast the engines' one-request-at-a-time chain carries most of it.
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  for (const char* strategy : {"broadcast", "p2p"}) {
+    auto r = simulate(sc, strategy);
+    ASSERT_TRUE(r.isOk());
+    double sum = 0, engines = 0;
+    for (const auto& st : r->stages) {
+      EXPECT_LE(st.critical, st.busy + 1e-9) << strategy << " " << st.name;
+      sum += st.critical;
+      if (st.name == "engine_call" || st.name == "broadcast" || st.name == "engine_load") {
+        engines += st.critical;
+      }
+    }
+    EXPECT_NEAR(sum, r->seconds, 1e-9 * r->seconds) << strategy;
+    if (std::string(strategy) == "broadcast") {
+      EXPECT_GT(engines, 0.5 * r->seconds);
+    }
+  }
+}
+
 TEST(LoaderScan, StepsFollowTheExpertMapping) {
   workloads::TensorSpec t;
   t.kind = workloads::TensorKind::kRoutedExpert;
