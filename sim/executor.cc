@@ -177,7 +177,7 @@ class Runner {
   // makespan without gaps.
   void buildCriticalPath() {
     const auto& tasks = g_.tasks();
-    for (TaskId id = last_; id != kNoTask && id < tasks.size(); id = enabler_[id]) {
+    for (TaskId id = last_; id != kNoTask; id = enabler_[id]) {
       res_.stages[tasks[id].stage].critical += ends_[id] - starts_[id];
     }
   }

@@ -27,9 +27,16 @@ constexpr double kEngineCopyOps = 2;
 // Device copies after a gather, per gathered byte. PyTorch's NCCL all-gather
 // into a list of tensors (Miles' EP gather of experts) gathers into one flat
 // buffer and copies every slice out; a TP-gathered tensor (all_gather_param)
-// is concatenated once more. A copy reads and writes each byte.
+// is concatenated once more, also at TP 1 (a one-element gather and cat).
+// A copy reads and writes each byte.
 constexpr double kExpertGatherCopies = 1;
 constexpr double kDenseGatherCopies = 2;
+// Control rounds to every engine around an update (the RL framework's
+// update_weights): pause generation, flush the cache and open the update
+// session before; close the session (post-processing runs inside it) and
+// continue generation after. p2p bumps the weight version in one more round.
+constexpr double kStartRounds = 3;
+constexpr double kEndRounds = 2;
 
 struct Ctx {
   const Scenario& sc;
@@ -181,8 +188,9 @@ std::vector<int> tpGroup(const workloads::TrainLayout& l, int pp) {
   return v;
 }
 
-// Pause before, post-processing and resume after; returns the final task.
-TaskId finish(Ctx& x, TaskId allDone) {
+// Post-processing and the closing control rounds after `allDone`; returns
+// the final task.
+TaskId finish(Ctx& x, TaskId allDone, double endRounds) {
   const auto& il = x.sc.infer;
   uint16_t post = x.g.stageId("postprocess");
   uint16_t resume = x.g.stageId("pause_resume");
@@ -193,7 +201,7 @@ TaskId finish(Ctx& x, TaskId allDone) {
     x.g.dep(allDone, p);
     x.g.dep(p, postJoin);
   }
-  TaskId r = x.g.addDelay(x.sc.calib.engineCallSeconds, x.inferBase, resume);
+  TaskId r = x.g.addDelay(x.sc.calib.engineCallSeconds * endRounds, x.inferBase, resume);
   x.g.dep(postJoin, r);
   return r;
 }
@@ -254,7 +262,7 @@ void buildBroadcast(Ctx& x, TaskId start) {
     }
     x.g.dep(prev, allDone);
   }
-  finish(x, allDone);
+  finish(x, allDone, kEndRounds);
 }
 
 // Targets of one training rank of a stage, grouped by engine rank: the rank
@@ -423,7 +431,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
       prevSync = syncJoin;
     }
   }
-  finish(x, allDone);
+  finish(x, allDone, kEndRounds + 1);  // the version bump
 }
 
 }  // namespace
@@ -442,7 +450,8 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
     info.mergeFactor = std::max(
         info.mergeFactor, static_cast<double>(real) / std::min(real, sc.strategy.maxSimBuckets));
   }
-  TaskId start = g.addDelay(sc.calib.engineCallSeconds, x.inferBase, g.stageId("pause_resume"));
+  TaskId start =
+      g.addDelay(sc.calib.engineCallSeconds * kStartRounds, x.inferBase, g.stageId("pause_resume"));
   if (strategy == "broadcast") {
     buildBroadcast(x, start);
   } else if (strategy == "p2p") {

@@ -64,6 +64,31 @@ TEST(Executor, CriticalPathFollowsTheLastDependencyAndTheLock) {
   EXPECT_DOUBLE_EQ(r->stages[sa].busy, 1.0);
 }
 
+TEST(Executor, CriticalPathThroughALockWaiterAndAFlowLatency) {
+  // Two tasks ready at t=0 want one lock: the second (1 s) waits for the
+  // first (2 s), then a flow (0.5 s latency, 100 B at 100 B/s) follows it.
+  // The path is: first holder 2 s, waiter 1 s, flow 1.5 s = 4.5 s.
+  FlowSolver s;
+  WorkGraph g;
+  LinkId l = s.addLink(100.0);
+  uint32_t p = g.addPath({l});
+  auto sh = g.stageId("holder"), sw = g.stageId("waiter"), sf = g.stageId("flow");
+  int32_t lock = g.addLock();
+  TaskId h = g.addDelay(2.0, 0, sh), w = g.addDelay(1.0, 1, sw);
+  for (TaskId t : {h, w}) {
+    g.tasks()[t].acquire = lock;
+    g.tasks()[t].release = lock;
+  }
+  TaskId f = g.addFlow(p, 100.0, 0.5, 1, 2, sf, TaskPath::kRdma);
+  g.dep(w, f);
+  auto r = execute(g, s);
+  ASSERT_TRUE(r.isOk());
+  EXPECT_DOUBLE_EQ(r->makespan, 4.5);
+  EXPECT_DOUBLE_EQ(r->stages[sh].critical, 2.0);
+  EXPECT_DOUBLE_EQ(r->stages[sw].critical, 1.0);
+  EXPECT_DOUBLE_EQ(r->stages[sf].critical, 1.5);
+}
+
 TEST(Executor, ParallelFlowsShareALink) {
   FlowSolver s;
   WorkGraph g;

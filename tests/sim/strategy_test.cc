@@ -232,6 +232,21 @@ TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
   }
 }
 
+TEST(Strategy, ControlRoundsAroundTheUpdate) {
+  // Pause, cache flush and session open before; session close and continue
+  // after; p2p bumps the weight version in one more round. All on the chain.
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  for (auto [strategy, rounds] : {std::pair{"broadcast", 5}, std::pair{"p2p", 6}}) {
+    auto r = simulate(sc, strategy);
+    ASSERT_TRUE(r.isOk());
+    for (const auto& st : r->stages) {
+      if (st.name != "pause_resume") continue;
+      EXPECT_NEAR(st.busy, rounds * sc.calib.engineCallSeconds, 1e-12) << strategy;
+      EXPECT_NEAR(st.critical, st.busy, 1e-12) << strategy;
+    }
+  }
+}
+
 TEST(Strategy, CriticalPathAddsUpToTheUpdate) {
   // The per-stage critical-path shares partition the update time; in
   // broadcast the engines' one-request-at-a-time chain carries most of it.

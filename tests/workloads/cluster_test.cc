@@ -17,6 +17,9 @@ TEST(Cluster, PresetsLoadAndValidate) {
   auto h100 = orThrow(loadCluster("h100-ib-8x400"));
   EXPECT_EQ(h100.worldSize(), 256);
   EXPECT_DOUBLE_EQ(h100.nicBps, 50e9);
+  EXPECT_DOUBLE_EQ(h100.hbmBps, 3.35e12);
+  EXPECT_NE(h100.toString().find("HBM 3350 GB/s"), std::string::npos);
+  EXPECT_EQ(orThrow(loadCluster("laptop")).hbmBps, 0);  // not a limit there
   EXPECT_EQ(h100.nicOfGpu(5), 5);
   auto four = orThrow(loadCluster("h100-ib-8x400:nodes=4"));
   EXPECT_EQ(four.nodes, 4);
