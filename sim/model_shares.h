@@ -22,10 +22,16 @@ struct StageBytes {
   double keptLoadTensors = 0;
   double scanSteps = 0;  // loader name-matching steps over loadTensors (loader_scan.h)
   double mapSteps = 0;   // a p2p source's name mapping over the same tensors (loader_scan.h)
+
+  StageBytes& operator+=(const StageBytes& o);
 };
 
 struct ModelShares {
   std::vector<StageBytes> stages;
+  // The same per stage and update phase: the RL framework updates every
+  // stage's non-expert weights (TP-gathered) first, all ranks meet at a
+  // barrier, then the routed experts (EP-gathered). Index 0 or 1.
+  std::vector<StageBytes> phases[2];
   double wireTotal = 0;
   double trainTotal = 0;
   double sharePerRank = 0;  // wire bytes one inference rank holds in total

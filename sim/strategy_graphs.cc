@@ -46,15 +46,23 @@ struct Ctx {
   int channels = 1;
   int inferBase = 0;  // GPU id of inference rank 0
   double k = 1;       // merge factor
+  // Which update phase is being built: the non-expert weights (TP-gathered
+  // one by one) or, after a barrier of all ranks, the routed experts
+  // (EP-gathered by bucket).
+  bool expertPhase = false;
 };
 
-// Host ops of one bucket's gather on every rank of the stage: the names are
-// exchanged first (an object all-gather: two collectives, then a buffer and
-// a host copy per EP rank), then each local tensor is gathered into EP
-// freshly allocated outputs (EP allocations and one collective).
-// `k` real buckets make one simulated bucket.
-double gatherOps(double tensorsInBucket, int ep, double k) {
-  return (2 + 2.0 * ep) * k + tensorsInBucket / ep * (ep + 1);
+// Host ops of one bucket's gathers on every rank of the stage. Experts: the
+// names are exchanged first (an object all-gather: two collectives, then a
+// buffer and a host copy per EP rank), then each local tensor is gathered
+// into EP freshly allocated outputs (EP allocations and one collective).
+// Non-expert weights: each is gathered over TP on its own (TP allocations,
+// one collective, one concatenation). `k` real buckets make one simulated
+// bucket.
+double gatherOps(const Ctx& x, double tensorsInBucket) {
+  const auto& tl = x.sc.train;
+  if (!x.expertPhase) return tensorsInBucket * (tl.tp + 2);
+  return (2 + 2.0 * tl.ep) * x.k + tensorsInBucket / tl.ep * (tl.ep + 1);
 }
 
 // Host time of a weight loader over `tensors` handed to it (a call each and
@@ -69,8 +77,7 @@ double loaderSeconds(const Ctx& x, double tensors, double kept, double copyOps, 
 // the per-tensor conversion.
 double hostSeconds(const Ctx& x, double tensorsInBucket) {
   double perTensor = kConvertOps + (x.sc.strategy.fp8Wire ? kQuantizeOps : 0);
-  return (gatherOps(tensorsInBucket, x.sc.train.ep, x.k) + tensorsInBucket * perTensor) *
-         x.sc.calib.hostOpSeconds;
+  return (gatherOps(x, tensorsInBucket) + tensorsInBucket * perTensor) * x.sc.calib.hostOpSeconds;
 }
 
 // FP8 quantization of `bytes` (training dtype) on `gpu` after `after`; a bf16
@@ -127,12 +134,12 @@ TaskId ringAllGather(Ctx& x, const std::vector<int>& members, double bytesOut, T
   return join;
 }
 
-// The device copies on `gpu` after a bucket's gathers (`fe` its expert
-// fraction), over the GPU's memory bandwidth; none where it is not a limit.
-TaskId gatherCopy(Ctx& x, int gpu, double bucket, double fe, TaskId after, uint16_t stage) {
+// The device copies on `gpu` after a bucket's gathers, over the GPU's
+// memory bandwidth; none where it is not a limit.
+TaskId gatherCopy(Ctx& x, int gpu, double bucket, TaskId after, uint16_t stage) {
   std::vector<LinkId> hbm = onlyLink(x.topo.gpu(gpu).hbm);
   if (hbm.empty() || bucket <= 0) return after;
-  double bytes = 2 * bucket * (fe * kExpertGatherCopies + (1 - fe) * kDenseGatherCopies);
+  double bytes = 2 * bucket * (x.expertPhase ? kExpertGatherCopies : kDenseGatherCopies);
   TaskId c =
       x.g.addFlow(x.g.addPath(std::move(hbm)), bytes, 0, gpu, gpu, stage, TaskPath::kCompute);
   x.g.dep(after, c);
@@ -206,6 +213,26 @@ TaskId finish(Ctx& x, TaskId allDone, double endRounds) {
   return r;
 }
 
+// Both strategies update in two phases, as the RL framework does: every
+// stage's non-expert weights, a barrier of all ranks, then the routed
+// experts. `stage(s, bytes, after)` builds stage s's buckets of the current
+// phase, starting after `after`, and returns the task that ends them.
+template <class StageFn>
+TaskId inPhases(Ctx& x, TaskId start, StageFn stage) {
+  TaskId phaseStart = start;
+  for (int ph = 0; ph < 2; ++ph) {
+    x.expertPhase = ph == 1;
+    TaskId barrier = x.g.addJoin();
+    x.g.dep(phaseStart, barrier);
+    for (int s = 0; s < x.sc.train.pp; ++s) {
+      const StageBytes& sb = x.shares.phases[ph][s];
+      if (sb.train > 0) x.g.dep(stage(s, sb, phaseStart), barrier);
+    }
+    phaseStart = barrier;
+  }
+  return phaseStart;
+}
+
 void buildBroadcast(Ctx& x, TaskId start) {
   const auto& tl = x.sc.train;
   uint16_t sGather = x.g.stageId("allgather");
@@ -218,24 +245,17 @@ void buildBroadcast(Ctx& x, TaskId start) {
   int32_t lock = x.g.addLock();
   std::vector<int> receivers;
   for (int i = 0; i < x.sc.infer.worldSize(); ++i) receivers.push_back(x.inferBase + i);
-  TaskId allDone = x.g.addJoin();
-  for (int s = 0; s < tl.pp; ++s) {
-    const StageBytes& sb = x.shares.stages[s];
+  TaskId done = inPhases(x, start, [&](int s, const StageBytes& sb, TaskId after) {
     int nb = stageBuckets(x, sb);
     int head = s * tl.tp * tl.cp * tl.dp;
     auto ep = epGroup(tl, s), tp = tpGroup(tl, s);
     double bucket = sb.train / nb;
-    double fe = sb.train > 0 ? sb.trainExpert / sb.train : 0;
-    double wireRatio = sb.train > 0 ? sb.wire / sb.train : 0;
-    TaskId prev = start;
+    double wireRatio = sb.wire / sb.train;
+    TaskId prev = after;
     for (int b = 0; b < nb; ++b) {
-      TaskId a1 = ringAllGather(x, ep, bucket * fe, prev, sGather);
-      TaskId a2 = ringAllGather(x, tp, bucket * (1 - fe), prev, sGather);
-      TaskId ag = x.g.addJoin();
-      x.g.dep(a1, ag);
-      x.g.dep(a2, ag);
+      TaskId ag = ringAllGather(x, x.expertPhase ? ep : tp, bucket, prev, sGather);
       TaskId conv = x.g.addDelay(hostSeconds(x, sb.tensors / nb), head, sConvert);
-      x.g.dep(gatherCopy(x, head, bucket, fe, ag, sCopy), conv);
+      x.g.dep(gatherCopy(x, head, bucket, ag, sCopy), conv);
       TaskId q = quantize(x, head, bucket, conv, sQuant);
       TaskId call = x.g.addDelay(x.sc.calib.engineCallSeconds * x.k, head, sCall);
       x.g.tasks()[call].acquire = lock;
@@ -260,9 +280,9 @@ void buildBroadcast(Ctx& x, TaskId start) {
       }
       prev = rel;
     }
-    x.g.dep(prev, allDone);
-  }
-  finish(x, allDone, kEndRounds);
+    return prev;
+  });
+  finish(x, done, kEndRounds);
 }
 
 // Targets of one training rank of a stage, grouped by engine rank: the rank
@@ -343,13 +363,11 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     }
     x.g.dep(start, begin);
   }
-  for (int s = 0; s < tl.pp; ++s) {
-    const StageBytes& sb = x.shares.stages[s];
+  TaskId done = inPhases(x, begin, [&](int s, const StageBytes& sb, TaskId after) {
     int nb = stageBuckets(x, sb);
     auto ep = epGroup(tl, s), tp = tpGroup(tl, s);
     double bucket = sb.train / nb;
-    double fe = sb.train > 0 ? sb.trainExpert / sb.train : 0;
-    double wireRatio = sb.train > 0 ? sb.wire / sb.train : 0;
+    double wireRatio = sb.wire / sb.train;
     double shareFrac = sb.wire > 0 ? sb.share / sb.wire : 0;
     // Host time per bucket: every rank converts (and, with FP8, quantizes)
     // every gathered tensor; each replica load runs the loader over every
@@ -361,26 +379,23 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     // the replica parameter it completes; a static schedule knows that.
     double mapSec = pipelined ? 0 : sb.mapSteps / nb * x.sc.calib.pyStepSeconds;
     // A replica parameter (e.g. all local experts' w13 of a layer) is loaded
-    // and written once all its pieces arrived: gathered buckets interleave
-    // the EP ranks' experts, so that is at the end of each layer.
+    // and written once all its pieces arrived: gathered expert buckets
+    // interleave the EP ranks' experts, so that is at the end of each layer;
+    // a non-expert bucket holds whole parameters.
     int layers = std::max(1, workloads::stageLayerCounts(tl, x.sc.model.layers)[s]);
-    TaskId prevAg = begin, prevSync = begin;
+    TaskId prevAg = after, prevSync = after;
     int pendingBuckets = 0;
     for (int b = 0; b < nb; ++b) {
       ++pendingBuckets;
       bool flush =
-          pipelined || b + 1 == nb ||
+          pipelined || !x.expertPhase || b + 1 == nb ||
           (static_cast<int64_t>(b + 1) * layers / nb) != (static_cast<int64_t>(b) * layers / nb);
       // The next all-gather is a collective: it starts when every rank has
       // finished the synchronous part of the previous bucket.
       TaskId agIn = x.g.addJoin();
       x.g.dep(prevAg, agIn);
       x.g.dep(prevSync, agIn);
-      TaskId a1 = ringAllGather(x, ep, bucket * fe, agIn, sGather);
-      TaskId a2 = ringAllGather(x, tp, bucket * (1 - fe), agIn, sGather);
-      TaskId ag = x.g.addJoin();
-      x.g.dep(a1, ag);
-      x.g.dep(a2, ag);
+      TaskId ag = ringAllGather(x, x.expertPhase ? ep : tp, bucket, agIn, sGather);
       TaskId syncJoin = x.g.addJoin();
       double wire = bucket * wireRatio;
       for (int r = 0; r < per; ++r) {
@@ -388,7 +403,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         int gpu = s * per + r;
         int node = x.topo.nodeOf(gpu);
         TaskId conv = x.g.addDelay(convertSec, gpu, sConvert);
-        x.g.dep(gatherCopy(x, gpu, bucket, fe, ag, sCopy), conv);
+        x.g.dep(gatherCopy(x, gpu, bucket, ag, sCopy), conv);
         // A static schedule quantizes only what this rank sends; the RL
         // framework converts the whole gathered bucket on every rank.
         double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;
@@ -430,7 +445,12 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
       prevAg = ag;
       prevSync = syncJoin;
     }
-  }
+    TaskId end = x.g.addJoin();
+    x.g.dep(prevAg, end);
+    x.g.dep(prevSync, end);
+    return end;
+  });
+  x.g.dep(done, allDone);
   finish(x, allDone, kEndRounds + 1);  // the version bump
 }
 
@@ -444,11 +464,16 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
   x.inferBase = sc.trainNodes * sc.cluster.gpusPerNode;
   GraphInfo info;
   double bb = static_cast<double>(sc.strategy.bucketBytes);
-  for (const auto& s : shares.stages) {
-    int real = std::max(1, static_cast<int>(std::ceil(s.train / bb)));
+  for (int s = 0; s < sc.train.pp; ++s) {
+    int real = 0;
+    for (const auto& phase : shares.phases) {
+      if (phase[s].train <= 0) continue;
+      int r = static_cast<int>(std::ceil(phase[s].train / bb));
+      real += r;
+      info.mergeFactor = std::max(info.mergeFactor,
+                                  static_cast<double>(r) / std::min(r, sc.strategy.maxSimBuckets));
+    }
     info.bucketsPerStage = std::max(info.bucketsPerStage, real);
-    info.mergeFactor = std::max(
-        info.mergeFactor, static_cast<double>(real) / std::min(real, sc.strategy.maxSimBuckets));
   }
   TaskId start =
       g.addDelay(sc.calib.engineCallSeconds * kStartRounds, x.inferBase, g.stageId("pause_resume"));

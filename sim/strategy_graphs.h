@@ -3,17 +3,19 @@
 // mechanisms of the systems they model (docs/sim.md, "Mechanisms"):
 //
 //  broadcast: per pipeline stage and bucket, the stage all-gathers (TP ring
-//    on NVLink, EP ring across the stage's nodes), its head rank quantizes,
-//    calls the engines and chain-broadcasts the bucket to every inference
-//    rank; each engine ingests the whole bucket. The engines take one update
-//    request at a time (a lock shared by all stages).
-//  p2p: the same all-gather, then every training rank quantizes the shards
-//    of its target engine ranks, copies them to its pinned CPU replica (D2H,
-//    then a CPU-side load), and RDMA-writes each target its share; no
-//    per-write engine involvement; targets are assigned round-robin.
+//    on NVLink for non-expert weights, EP ring across the stage's nodes for
+//    experts), its head rank converts and quantizes, calls the engines and
+//    chain-broadcasts the bucket to every inference rank; each engine runs
+//    its loader over the whole bucket. The engines take one update request
+//    at a time (a lock shared by all stages).
+//  p2p: the same all-gather, then every sending rank converts the whole
+//    bucket, maps its names, loads its pinned CPU replica through the
+//    engine's loader (D2H of the kept slices) and RDMA-writes each of its
+//    targets their share; targets are assigned as the RL framework does.
 //
-// Both end with post-processing on every inference rank and the resume call,
-// and start with the pause call.
+// Both update the non-expert weights of every stage first, meet at a
+// barrier, then update the experts; both start and end with control rounds
+// to the engines, and post-processing on every inference rank.
 
 #include <string>
 

@@ -232,6 +232,25 @@ TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
   }
 }
 
+TEST(Strategy, UpdatePhasesSplitEachStageIntoNonExpertAndExpertWeights) {
+  // Both strategies update every stage's non-expert weights, meet at a
+  // barrier, then update the routed experts: the shares of the two phases
+  // partition each stage, and the experts are all in the second.
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  ModelShares sh = computeShares(sc.model, sc.train, sc.infer, false);
+  ASSERT_EQ(sh.stages.size(), 2u);
+  for (size_t s = 0; s < sh.stages.size(); ++s) {
+    const StageBytes &all = sh.stages[s], &dense = sh.phases[0][s], &experts = sh.phases[1][s];
+    EXPECT_DOUBLE_EQ(dense.trainExpert, 0);
+    EXPECT_DOUBLE_EQ(experts.train, all.trainExpert);
+    EXPECT_DOUBLE_EQ(experts.trainExpert, all.trainExpert);
+    EXPECT_DOUBLE_EQ(dense.train + experts.train, all.train);
+    EXPECT_DOUBLE_EQ(dense.tensors + experts.tensors, all.tensors);
+    EXPECT_DOUBLE_EQ(dense.mapSteps + experts.mapSteps, all.mapSteps);
+    EXPECT_GT(dense.train, 0);
+  }
+}
+
 TEST(Strategy, ControlRoundsAroundTheUpdate) {
   // Pause, cache flush and session open before; session close and continue
   // after; p2p bumps the weight version in one more round. All on the chain.
