@@ -26,21 +26,12 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
 }
 
 void printScenarioInputs(const Scenario& sc) {
-  const auto& c = sc.cluster;
   const auto& p = sc.strategy;
   std::printf("scenario  %s: model %s, train %s on %d nodes -> infer %s on %d nodes\n",
               sc.name.c_str(), sc.model.name.c_str(), sc.train.toString().c_str(), sc.trainNodes,
               sc.infer.toString().c_str(), sc.inferNodes);
-  std::printf(
-      "cluster   %s: %d GPUs and %d NICs per node; NIC %.1f GB/s, NVLink %.0f GB/s, "
-      "PCIe %.0f/%.0f GB/s, host memory %.0f GB/s per node",
-      c.name.c_str(), c.gpusPerNode, c.nicsPerNode, c.nicBps / 1e9, c.nvlinkBps / 1e9,
-      c.pcieH2DBps / 1e9, c.pcieD2HBps / 1e9, c.hostMemBps / 1e9);
-  if (c.hbmBps > 0) std::printf(", HBM %.0f GB/s", c.hbmBps / 1e9);
-  if (c.fabric.nodesPerLeaf > 0) {
-    std::printf("; %d nodes per leaf, %.1f:1", c.fabric.nodesPerLeaf, c.fabric.oversubscription);
-  }
-  std::printf("\nstrategy  bucket %.3g GB, %s on the wire, %s, page %llu B\n", p.bucketBytes / 1e9,
+  std::printf("cluster   %s\n", sc.cluster.toString().c_str());
+  std::printf("strategy  bucket %.3g GB, %s on the wire, %s, page %llu B\n", p.bucketBytes / 1e9,
               p.fp8Wire ? "fp8" : "bf16", p.firstUpdate ? "first update" : "not the first update",
               static_cast<unsigned long long>(p.pageBytes));
 }

@@ -37,6 +37,7 @@ std::string ClusterSpec::toString() const {
   o << name << ": " << nodes << " nodes x " << gpusPerNode << " GPUs, " << nicsPerNode << " NICs x "
     << nicBps / kGB << " GB/s, NVLink " << nvlinkBps / kGB << " GB/s, PCIe H2D " << pcieH2DBps / kGB
     << " / D2H " << pcieD2HBps / kGB << " GB/s";
+  if (hostMemBps > 0) o << ", host memory " << hostMemBps / kGB << " GB/s per node";
   if (hbmBps > 0) o << ", HBM " << hbmBps / kGB << " GB/s";
   if (fabric.nodesPerLeaf > 0) {
     o << ", leaf/spine " << fabric.nodesPerLeaf << " nodes/leaf, " << fabric.oversubscription

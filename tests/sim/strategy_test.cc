@@ -48,6 +48,14 @@ Scenario load(const std::string& text) {
   return std::move(s).value();
 }
 
+// The stage of that name in a result; an empty one (no time) when absent.
+StageStats stageNamed(const StrategyResult& r, const std::string& name) {
+  for (const auto& s : r.stages) {
+    if (s.name == name) return s;
+  }
+  return {};
+}
+
 TEST(Strategy, BroadcastSendsWholeModelToEveryRankP2pOnlyTheShare) {
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
   auto b = simulate(sc, "broadcast");
@@ -133,16 +141,11 @@ TEST(Strategy, OnlyAnFp8UpdateQuantizes) {
     auto b = simulate(bf16, strategy);
     auto f = simulate(fp8, strategy);
     ASSERT_TRUE(b.isOk() && f.isOk());
-    auto busy = [](const StrategyResult& r, const std::string& stage) {
-      for (const auto& s : r.stages) {
-        if (s.name == stage) return s.busy;
-      }
-      return 0.0;
-    };
-    EXPECT_EQ(busy(*b, "quantize"), 0.0) << strategy;
-    EXPECT_GT(busy(*f, "quantize"), 0.0) << strategy;
+    EXPECT_EQ(stageNamed(*b, "quantize").busy, 0.0) << strategy;
+    EXPECT_GT(stageNamed(*f, "quantize").busy, 0.0) << strategy;
     // Conversion host time: 2 ops per tensor in bf16, 12 with quantization.
-    EXPECT_GT(busy(*f, "convert_host"), 2 * busy(*b, "convert_host")) << strategy;
+    EXPECT_GT(stageNamed(*f, "convert_host").busy, 2 * stageNamed(*b, "convert_host").busy)
+        << strategy;
   }
 }
 
@@ -215,14 +218,8 @@ TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
     auto a = simulate(without, strategy);
     auto b = simulate(with, strategy);
     ASSERT_TRUE(a.isOk() && b.isOk());
-    auto busy = [](const StrategyResult& r) {
-      for (const auto& s : r.stages) {
-        if (s.name == "gather_copy") return s.busy;
-      }
-      return 0.0;
-    };
-    EXPECT_EQ(busy(*a), 0.0) << strategy;
-    EXPECT_GT(busy(*b), longest) << strategy;
+    EXPECT_EQ(stageNamed(*a, "gather_copy").busy, 0.0) << strategy;
+    EXPECT_GT(stageNamed(*b, "gather_copy").busy, longest) << strategy;
     if (std::string(strategy) == "p2p") {
       // Every source copies before it converts: on the chain of the longest
       // stage, less what the background writes of earlier layers hide.
@@ -258,11 +255,9 @@ TEST(Strategy, ControlRoundsAroundTheUpdate) {
   for (auto [strategy, rounds] : {std::pair{"broadcast", 5}, std::pair{"p2p", 6}}) {
     auto r = simulate(sc, strategy);
     ASSERT_TRUE(r.isOk());
-    for (const auto& st : r->stages) {
-      if (st.name != "pause_resume") continue;
-      EXPECT_NEAR(st.busy, rounds * sc.calib.engineCallSeconds, 1e-12) << strategy;
-      EXPECT_NEAR(st.critical, st.busy, 1e-12) << strategy;
-    }
+    StageStats st = stageNamed(*r, "pause_resume");
+    EXPECT_NEAR(st.busy, rounds * sc.calib.engineCallSeconds, 1e-12) << strategy;
+    EXPECT_NEAR(st.critical, st.busy, 1e-12) << strategy;
   }
 }
 
