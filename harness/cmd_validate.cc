@@ -155,8 +155,8 @@ void addValidateCommand(CLI::App& app) {
       std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", hostTcp / 1e9,
                   hostSource.c_str());
     }
-    sim::StrategyResult r = orThrow(
-        sim::simulatePlan(p, cluster, sim::Calibration{}, static_cast<double>(chunk), hostTcp));
+    sim::StrategyResult r =
+        orThrow(sim::simulatePlan(p, cluster, static_cast<double>(chunk), hostTcp));
     sim::Validation v = orThrow(sim::compareWithReal(
         real, r.seconds, static_cast<double>(p.summarize().totalBytes), o->threshold / 100));
     std::printf("validate %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n",

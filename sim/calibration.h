@@ -1,20 +1,17 @@
 #pragma once
 // The simulator's calibration constants: costs that are not set by a
-// hardware figure of the cluster spec. There are six, no more; each has a
+// hardware figure of the cluster spec. There are five, no more; each has a
 // default with its source (docs/sim.md, "Calibration") and can be set per
-// scenario in [calibration].
+// scenario in [calibration]. FP8 quantization is not one of them: it is one
+// pass of a kernel over the GPU's memory (strategy_graphs.cc), timed by the
+// cluster's `hbm` figure.
 
 namespace tide::sim {
 
 struct Calibration {
-  // FP8 block quantization on one GPU, bytes of BF16 input per second. Source:
-  // a memory-bound elementwise pass (read 2 B, write 1 B + scales) run tensor
-  // by tensor from Python reaches a fraction of H100 HBM bandwidth (3.35 TB/s);
-  // taken as 200 GB/s.
-  double quantBps = 200e9;
   // Host (CPU) time of one eager tensor operation issued from Python: op
   // dispatch plus a CUDA kernel launch or a copy call. The per-tensor passes of
-  // the weight-update code (HF conversion and block quantization, the CPU
+  // the weight-update code (HF conversion and the quantization kernel's launch, the CPU
   // replica's weight loaders) cost a counted number of these per tensor
   // (strategy_graphs.cc). Source: PyTorch eager per-op CPU overhead and CUDA
   // launch latency are each of the order of 5-10 us; taken as 10 us.

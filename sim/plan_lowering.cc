@@ -29,8 +29,7 @@ struct Group {
 }  // namespace
 
 Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads::ClusterSpec& spec,
-                                    const Calibration& calib, double chunkBytes,
-                                    double hostTcpBps) {
+                                    double chunkBytes, double hostTcpBps) {
   TIDE_RETURN_IF_ERROR(p.validate());
   workloads::ClusterSpec cluster = spec;
   const bool emulated = cluster.name.rfind("emulated:", 0) == 0;
@@ -47,7 +46,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
     maxNode = std::max(maxNode, r.node);
   }
   FlowSolver solver;
-  Topology topo(cluster, static_cast<int>(maxNode) + 1, calib.quantBps, solver);
+  Topology topo(cluster, static_cast<int>(maxNode) + 1, solver);
   // The emulated nodes share one host: its loopback carries every node's
   // intra-node tcp.
   const LinkId hostTcp =
@@ -99,9 +98,9 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
     TaskPath tp = TaskPath::kRdma;
     double lat = 0;
     if (a == b) {
-      // Local conversion: the quantization engine when the dtype changes,
-      // otherwise a memory copy.
-      path = grp.dtypeChange ? onlyLink(topo.gpu(a).quant) : onlyLink(topo.hostMem(topo.nodeOf(a)));
+      // Local conversion: a quantization pass over the GPU's memory when the
+      // dtype changes, otherwise a host memory copy.
+      path = grp.dtypeChange ? onlyLink(topo.gpu(a).hbm) : onlyLink(topo.hostMem(topo.nodeOf(a)));
       tp = grp.dtypeChange ? TaskPath::kCompute : TaskPath::kHostMem;
     } else {
       path = topo.path(a, b);

@@ -3,12 +3,12 @@
 // executor runs. Moves are grouped by (stage, bucket, src, dst, kind) into one
 // flow each (same endpoints, same time: the physics of one flow); broadcast
 // hops of one bucket become one chain flow over all hops; conversions run on
-// the GPU's quantization resource when the dtype changes, else as host copies.
+// the GPU's memory when the dtype changes (a quantization pass), else as host
+// copies.
 // Stage dependencies become joins, per bucket where the plan says so.
 
 #include "engine/core/status.h"
 #include "engine/plan/transfer_plan.h"
-#include "sim/calibration.h"
 #include "sim/simulator.h"
 #include "workloads/cluster.h"
 
@@ -27,7 +27,6 @@ namespace tide::sim {
 // intra-node hop fills one chunk at that rate.
 [[nodiscard]] Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
                                                   const workloads::ClusterSpec& cluster,
-                                                  const Calibration& calib = {},
                                                   double chunkBytes = 0, double hostTcpBps = 0);
 
 }  // namespace tide::sim

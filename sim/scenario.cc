@@ -185,7 +185,13 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
 
 Status parseCalibrationTable(const toml::table& t, std::string_view origin, Calibration& k) {
   TomlFields f(t, tableOrigin(origin, "calibration"));
-  TIDE_RETURN_IF_ERROR(rateField(f, "fp8_quant", k.quantBps));
+  // Quantization used to be a calibrated rate; it is now a pass over the GPU's
+  // memory, so an old scenario gets told where the figure went.
+  if (t.contains("fp8_quant")) {
+    return f.error("fp8_quant",
+                   "is no longer a calibration constant: FP8 quantization is one pass over "
+                   "the GPU's memory, set by [cluster] hbm");
+  }
   TIDE_RETURN_IF_ERROR(rateField(f, "postprocess", k.postprocessBps));
   // Times are plain numbers in the unit their key ends with.
   double opUs = k.hostOpSeconds * 1e6, stepNs = k.pyStepSeconds * 1e9;

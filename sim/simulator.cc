@@ -28,7 +28,7 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
 Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy) {
   ModelShares shares = computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire);
   FlowSolver solver;
-  Topology topo(sc.cluster, sc.trainNodes + sc.inferNodes, sc.calib.quantBps, solver);
+  Topology topo(sc.cluster, sc.trainNodes + sc.inferNodes, solver);
   WorkGraph g;
   TIDE_ASSIGN_OR_RETURN(GraphInfo info, buildStrategyGraph(sc, strategy, shares, topo, g));
   StrategyResult r;

@@ -10,13 +10,14 @@ namespace {
 // Eager tensor operations per checkpoint tensor in the per-tensor passes
 // (each costs Calibration::hostOpSeconds of host time). Conversion: rename
 // and split/concatenate (2), plus, only when FP8 goes on the wire, block
-// quantization of the weight and its scales (pad, view, abs, amax, clamp,
-// scale, multiply, cast, scale reshape, copy: 10); a bf16 update sends the
-// converted tensors as they are. Replica loader: one call per tensor, and
+// quantization: the RL framework's H100 path allocates the FP8 output and
+// the scales and launches one Triton kernel per tensor (3; a Triton launch
+// from Python costs about one eager op, docs/sources.md); a bf16 update sends
+// the converted tensors as they are. Replica loader: one call per tensor, and
 // for a kept tensor narrow, copy to pinned memory and the copy's
 // synchronization.
 constexpr double kConvertOps = 2;
-constexpr double kQuantizeOps = 10;
+constexpr double kQuantizeOps = 3;
 constexpr double kLoaderCallOps = 1;
 constexpr double kLoaderCopyOps = 3;
 // An engine rank receiving a broadcast bucket: per tensor an allocation and a
@@ -80,11 +81,17 @@ double hostSeconds(const Ctx& x, double tensorsInBucket) {
   return (gatherOps(x, tensorsInBucket) + tensorsInBucket * perTensor) * x.sc.calib.hostOpSeconds;
 }
 
-// FP8 quantization of `bytes` (training dtype) on `gpu` after `after`; a bf16
-// update has none, and the conversion task itself is returned.
+// FP8 quantization of `bytes` (BF16) on `gpu` after `after`; a bf16 update
+// has none, and the conversion task itself is returned. The kernel is one
+// pass per tensor: each thread block loads one weight block, takes its
+// absolute maximum and stores the FP8 block and one FP32 scale. So it reads
+// 2 B and writes 1 B per element, plus 4 B per block, through the GPU's
+// memory (`hbm`; without that figure it is not a limit).
 TaskId quantize(Ctx& x, int gpu, double bytes, TaskId after, uint16_t stage) {
   if (!x.sc.strategy.fp8Wire) return after;
-  TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).quant)), bytes, 0, gpu, gpu, stage,
+  double block = x.sc.model.fp8Block;
+  double moved = bytes * (1.0 + 0.5 + 2.0 / (block * block));
+  TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).hbm)), moved, 0, gpu, gpu, stage,
                          TaskPath::kCompute);
   x.g.dep(after, q);
   return q;

@@ -13,8 +13,7 @@ LinkId maybeLink(FlowSolver& s, double cap, std::string name) {
 }
 }  // namespace
 
-Topology::Topology(const workloads::ClusterSpec& spec, int nodes, double quantBps,
-                   FlowSolver& solver)
+Topology::Topology(const workloads::ClusterSpec& spec, int nodes, FlowSolver& solver)
     : solver_(solver),
       gpusPerNode_(std::max(1, spec.gpusPerNode)),
       nicsPerNode_(std::max(1, spec.nicsPerNode)),
@@ -35,7 +34,6 @@ Topology::Topology(const workloads::ClusterSpec& spec, int nodes, double quantBp
       l.nvRx = maybeLink(solver, spec.nvlinkBps, p + ".nvlink.rx");
       l.h2d = maybeLink(solver, spec.pcieH2DBps, p + ".pcie.h2d");
       l.d2h = maybeLink(solver, spec.pcieD2HBps, p + ".pcie.d2h");
-      l.quant = maybeLink(solver, quantBps, p + ".fp8quant");
       l.hbm = maybeLink(solver, spec.hbmBps, p + ".hbm");
       gpu_.push_back(l);
     }

@@ -1,10 +1,9 @@
 #pragma once
 // The simulated cluster as solver links: per GPU its NIC (tx/rx), NVLink
-// (tx/rx), PCIe (H2D/D2H), device memory (device copies) and an
-// FP8-quantization engine; per node its host
-// memory bandwidth (CPU copies and NIC reads of pinned host buffers); per leaf switch an up- and a
-// downlink to the spine (capacity of the leaf's NICs / oversubscription).
-// GPUs are numbered node * gpusPerNode + gpu.
+// (tx/rx), PCIe (H2D/D2H) and device memory (device copies, FP8
+// quantization); per node its host memory bandwidth (CPU copies and NIC reads of pinned host
+// buffers); per leaf switch an up- and a downlink to the spine (capacity of the leaf's NICs /
+// oversubscription). GPUs are numbered node * gpusPerNode + gpu.
 
 #include <string>
 #include <vector>
@@ -23,14 +22,13 @@ inline std::vector<LinkId> onlyLink(LinkId l) {
 }
 
 struct GpuLinks {
-  LinkId nvTx, nvRx, h2d, d2h, quant, hbm;
+  LinkId nvTx, nvRx, h2d, d2h, hbm;
 };
 
 class Topology {
  public:
-  // `quantBps` is the per-GPU rate of the calibrated quantization engine
-  // resources (see calibration.h); the rest comes from the cluster spec.
-  Topology(const workloads::ClusterSpec& spec, int nodes, double quantBps, FlowSolver& solver);
+  // Every figure comes from the cluster spec.
+  Topology(const workloads::ClusterSpec& spec, int nodes, FlowSolver& solver);
 
   int gpus() const { return static_cast<int>(gpu_.size()); }
   int nodeOf(int g) const { return g / gpusPerNode_; }
