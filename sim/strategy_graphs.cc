@@ -74,11 +74,15 @@ double loaderSeconds(const Ctx& x, double tensors, double kept, double copyOps, 
          steps * x.sc.calib.pyStepSeconds;
 }
 
-// Host time of one bucket before its quantization: gather bookkeeping and
-// the per-tensor conversion.
-double hostSeconds(const Ctx& x, double tensorsInBucket) {
+// Host time of one bucket's gather bookkeeping, which issues its gathers.
+double bookkeepingSeconds(const Ctx& x, double tensorsInBucket) {
+  return gatherOps(x, tensorsInBucket) * x.sc.calib.hostOpSeconds;
+}
+
+// Host time of one bucket's per-tensor conversion (and quantization launches).
+double convertSeconds(const Ctx& x, double tensorsInBucket) {
   double perTensor = kConvertOps + (x.sc.strategy.fp8Wire ? kQuantizeOps : 0);
-  return (gatherOps(x, tensorsInBucket) + tensorsInBucket * perTensor) * x.sc.calib.hostOpSeconds;
+  return tensorsInBucket * perTensor * x.sc.calib.hostOpSeconds;
 }
 
 // FP8 quantization of `bytes` (BF16) on `gpu` after `after`; a bf16 update
@@ -151,6 +155,31 @@ TaskId gatherCopy(Ctx& x, int gpu, double bucket, TaskId after, uint16_t stage) 
       x.g.addFlow(x.g.addPath(std::move(hbm)), bytes, 0, gpu, gpu, stage, TaskPath::kCompute);
   x.g.dep(after, c);
   return c;
+}
+
+// Stage ids of a bucket's work after its gathers.
+struct BucketStages {
+  uint16_t copy, convert, quant;
+};
+
+// The end of a rank's host work on a bucket and of its GPU work on it.
+struct Converted {
+  TaskId host, gpu;
+};
+
+// One rank's work on a gathered bucket. The host issues the gathers
+// (`book`), then converts the bucket while the GPU gathers and copies it:
+// CUDA runs kernels asynchronously, and conversion only queues work behind
+// the gathers (views, a split, the quantization launches). The quantization
+// runs once both are done, over `quantBytes` (a bf16 update has none).
+Converted convertBucket(Ctx& x, int gpu, double bucket, double quantBytes, double tensors,
+                        TaskId book, TaskId gathered, BucketStages st) {
+  TaskId conv = x.g.addDelay(convertSeconds(x, tensors), gpu, st.convert);
+  x.g.dep(book, conv);
+  TaskId ready = x.g.addJoin();
+  x.g.dep(conv, ready);
+  x.g.dep(gatherCopy(x, gpu, bucket, gathered, st.copy), ready);
+  return {conv, quantize(x, gpu, quantBytes, ready, st.quant)};
 }
 
 // Chain (ring-pipelined) broadcast from `root` to `receivers`, per channel one
@@ -260,10 +289,12 @@ void buildBroadcast(Ctx& x, TaskId start) {
     double wireRatio = sb.wire / sb.train;
     TaskId prev = after;
     for (int b = 0; b < nb; ++b) {
-      TaskId ag = ringAllGather(x, x.expertPhase ? ep : tp, bucket, prev, sGather);
-      TaskId conv = x.g.addDelay(hostSeconds(x, sb.tensors / nb), head, sConvert);
-      x.g.dep(gatherCopy(x, head, bucket, ag, sCopy), conv);
-      TaskId q = quantize(x, head, bucket, conv, sQuant);
+      TaskId book = x.g.addDelay(bookkeepingSeconds(x, sb.tensors / nb), head, sConvert);
+      x.g.dep(prev, book);
+      TaskId ag = ringAllGather(x, x.expertPhase ? ep : tp, bucket, book, sGather);
+      TaskId q = convertBucket(x, head, bucket, bucket, sb.tensors / nb, book, ag,
+                               {sCopy, sConvert, sQuant})
+                     .gpu;
       TaskId call = x.g.addDelay(x.sc.calib.engineCallSeconds * x.k, head, sCall);
       x.g.tasks()[call].acquire = lock;
       x.g.dep(q, call);
@@ -379,7 +410,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     // Host time per bucket: every rank converts (and, with FP8, quantizes)
     // every gathered tensor; each replica load runs the loader over every
     // tensor and scale, and copies the kept ones (narrow, copy, synchronize).
-    double convertSec = hostSeconds(x, sb.tensors / nb);
+    double bookSec = bookkeepingSeconds(x, sb.tensors / nb);
     double loadSecPerBucket = loaderSeconds(x, sb.loadTensors / nb, sb.keptLoadTensors / nb,
                                             kLoaderCopyOps, sb.scanSteps / nb);
     // Before any load, the RL framework maps every tensor of the bucket to
@@ -398,9 +429,16 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
           pipelined || !x.expertPhase || b + 1 == nb ||
           (static_cast<int64_t>(b + 1) * layers / nb) != (static_cast<int64_t>(b) * layers / nb);
       // The next all-gather is a collective: it starts when every rank has
-      // finished the synchronous part of the previous bucket.
+      // finished the synchronous part of the previous bucket and issued it.
       TaskId agIn = x.g.addJoin();
       x.g.dep(prevAg, agIn);
+      std::vector<TaskId> books(per, agIn);
+      for (int r = 0; r < per; ++r) {
+        if (groups[r].empty()) continue;
+        books[r] = x.g.addDelay(bookSec, s * per + r, sConvert);
+        x.g.dep(prevSync, books[r]);
+        x.g.dep(books[r], agIn);
+      }
       x.g.dep(prevSync, agIn);
       TaskId ag = ringAllGather(x, x.expertPhase ? ep : tp, bucket, agIn, sGather);
       TaskId syncJoin = x.g.addJoin();
@@ -409,16 +447,21 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         if (groups[r].empty()) continue;
         int gpu = s * per + r;
         int node = x.topo.nodeOf(gpu);
-        TaskId conv = x.g.addDelay(convertSec, gpu, sConvert);
-        x.g.dep(gatherCopy(x, gpu, bucket, ag, sCopy), conv);
         // A static schedule quantizes only what this rank sends; the RL
         // framework converts the whole gathered bucket on every rank.
         double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;
-        TaskId prev = quantize(x, gpu, qBytes, conv, sQuant);
+        Converted cv = convertBucket(x, gpu, bucket, qBytes, sb.tensors / nb, books[r], ag,
+                                     {sCopy, sConvert, sQuant});
+        // The name mapping is host work after the conversion, while the GPU
+        // may still quantize; the loads' copies wait for both.
+        TaskId prev = x.g.addJoin();
+        x.g.dep(cv.gpu, prev);
         if (mapSec > 0) {
           TaskId mp = x.g.addDelay(mapSec, gpu, sMap);
-          x.g.dep(prev, mp);
-          prev = mp;
+          x.g.dep(cv.host, mp);
+          x.g.dep(mp, prev);
+        } else {
+          x.g.dep(cv.host, prev);
         }
         double held = wire * shareFrac * pendingBuckets;  // one engine rank's new bytes
         for (size_t gi = 0; flush && gi < groups[r].size(); ++gi) {

@@ -151,6 +151,26 @@ TEST(Strategy, OnlyAnFp8UpdateQuantizes) {
   }
 }
 
+TEST(Strategy, P2pConversionOverlapsTheGathers) {
+  // CUDA runs the gathers asynchronously: the host converts a bucket while
+  // the GPU gathers it. With slow NVLink (the stages' gathers stay inside a
+  // node) the gathers are longer than the conversion, so the conversion is
+  // off the critical path (it was all on it when the graph serialized the
+  // two).
+  std::string text = scenarioText("engines=2,tp=8,ep=8", 2);
+  text.replace(text.find("370GB/s"), 7, "5GB/s");
+  Scenario slow = load(text);
+  auto r = simulate(slow, "p2p");
+  ASSERT_TRUE(r.isOk());
+  const StageStats& conv = stageNamed(*r, "convert_host");
+  const StageStats& gather = stageNamed(*r, "allgather");
+  EXPECT_GT(conv.busy, 0.0);
+  EXPECT_GT(gather.busy, 10 * conv.busy);
+  // The bookkeeping that issues each gather stays on the path.
+  EXPECT_LT(conv.critical, 0.5 * conv.busy);
+  EXPECT_GT(gather.critical, 0.8 * gather.busy);
+}
+
 TEST(Strategy, QuantizationIsOnePassOverTheGpusMemory) {
   // The kernel reads 2 B and writes 1 B per element plus a 4 B scale per
   // 128 x 128 block: 1.5 B moved per BF16 byte, timed by the cluster's hbm.
@@ -225,15 +245,27 @@ TEST(Strategy, P2pSourcesMapEveryNameOncePerBucket) {
   // 8 sources per stage, each serving 2 targets of one engine rank: each
   // source maps every gathered tensor once and loads its replica once.
   StepCost c = stepCost("p2p");
-  double steps = 0;
-  for (const auto& s : c.shares.stages) steps = std::max(steps, s.scanSteps + s.mapSteps);
+  double steps = 0, mapSteps = 0;
+  for (const auto& s : c.shares.stages) {
+    steps = std::max(steps, s.scanSteps + s.mapSteps);
+    mapSteps = std::max(mapSteps, s.mapSteps);
+  }
   EXPECT_GT(c.shares.stages[0].mapSteps, c.shares.stages[0].tensors * 128);
   double expect = steps * c.stepSeconds;
-  // The stages run side by side; on the longer one the matching is serial
-  // with everything else, but the writes of the last buckets overlap it, so
-  // part of it hides. Without the mapping only about half would show.
-  EXPECT_GT(c.added, 0.55 * expect);
+  // The stages run side by side; the matching is host work that overlaps
+  // the GPU's gathers of the bucket and the writes of earlier ones, so part
+  // of it hides, but not all.
+  EXPECT_GT(c.added, 0.3 * expect);
   EXPECT_LT(c.added, 1.05 * expect);
+  // Each source maps every tensor of its stage once: on the longest stage
+  // the mapping's busy time is its steps, and part of it is on the
+  // critical path.
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  auto r = simulate(sc, "p2p");
+  ASSERT_TRUE(r.isOk());
+  const StageStats& m = stageNamed(*r, "name_map");
+  EXPECT_NEAR(m.busy, mapSteps * c.stepSeconds, 0.05 * mapSteps * c.stepSeconds);
+  EXPECT_GT(m.critical, 0.0);
 }
 
 TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
