@@ -1,5 +1,9 @@
 #include "sim/model_shares.h"
 
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "sim/loader_scan.h"
 
 namespace tide::sim {
@@ -14,15 +18,46 @@ StageBytes& StageBytes::operator+=(const StageBytes& o) {
   keptLoadTensors += o.keptLoadTensors;
   scanSteps += o.scanSteps;
   mapSteps += o.mapSteps;
+  buckets += o.buckets;
   return *this;
 }
 
+namespace {
+
+// The RL framework's bucket cut: whole units (gathered tensors) are added in
+// order and a bucket is sent before a unit would take it past the
+// threshold, so a unit larger than the threshold is a bucket of its own.
+double cutBuckets(const std::vector<double>& units, double threshold) {
+  double buckets = 0, held = 0;
+  for (double u : units) {
+    if (held > 0 && held + u > threshold) {
+      ++buckets;
+      held = 0;
+    }
+    held += u;
+  }
+  return buckets + (held > 0 ? 1 : 0);
+}
+
+// One MoE layer's routed experts as the framework's units: on every EP rank
+// each local expert's fused gate/up (fc1), then each one's down projection
+// (fc2); a unit is gathered over EP, so it carries EP experts' bytes.
+struct ExpertLayer {
+  int stage = 0;
+  double fc1 = 0, fc2 = 0;  // one expert's bytes
+  int experts = 0;
+};
+
+}  // namespace
+
 ModelShares computeShares(const workloads::ModelSpec& model, const workloads::TrainLayout& train,
-                          const workloads::InferLayout& infer, bool fp8Wire) {
+                          const workloads::InferLayout& infer, bool fp8Wire, double bucketBytes) {
   workloads::ModelInventory inv = workloads::buildInventory(model);
   ModelShares out;
   out.stages.resize(train.pp);
   for (auto& p : out.phases) p.resize(train.pp);
+  std::vector<std::vector<double>> denseUnits(train.pp);
+  std::vector<ExpertLayer> expertLayers(std::max(0, model.layers));
   for (const auto& t : inv.tensors) {
     int stage = 0;
     if (t.layer >= 0) {
@@ -58,6 +93,34 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     out.stages[stage] += s;
     out.phases[expert ? 1 : 0][stage] += s;
     out.params += static_cast<double>(t.numel());
+    if (!expert) {
+      // The framework's non-expert units are its own parameters, some of
+      // them fusions of these (q/k/v, gate/up); the checkpoint tensors pack
+      // the buckets about the same.
+      denseUnits[stage].push_back(tb);
+    } else if (t.layer < model.layers) {
+      ExpertLayer& el = expertLayers[t.layer];
+      el.stage = stage;
+      el.experts = std::max(el.experts, t.expert + 1);
+      if (t.expert == 0) (t.name.find("down_proj") != std::string::npos ? el.fc2 : el.fc1) += tb;
+    }
+  }
+  if (bucketBytes > 0) {
+    std::vector<std::vector<double>> expertUnits(train.pp);
+    int ep = std::max(1, train.ep);
+    for (const ExpertLayer& el : expertLayers) {
+      int local = el.experts / ep;
+      auto& u = expertUnits[el.stage];
+      u.insert(u.end(), local, el.fc1 * ep);
+      u.insert(u.end(), local, el.fc2 * ep);
+    }
+    for (int s = 0; s < train.pp; ++s) {
+      double dense = cutBuckets(denseUnits[s], bucketBytes);
+      double experts = cutBuckets(expertUnits[s], bucketBytes);
+      out.phases[0][s].buckets = dense;
+      out.phases[1][s].buckets = experts;
+      out.stages[s].buckets = dense + experts;
+    }
   }
   for (const auto& s : out.stages) {
     out.wireTotal += s.wire;

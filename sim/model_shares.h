@@ -22,6 +22,9 @@ struct StageBytes {
   double keptLoadTensors = 0;
   double scanSteps = 0;  // loader name-matching steps over loadTensors (loader_scan.h)
   double mapSteps = 0;   // a p2p source's name mapping over the same tensors (loader_scan.h)
+  // Buckets as the RL framework cuts them (computeShares with a bucket
+  // size); 0 when not cut.
+  double buckets = 0;
 
   StageBytes& operator+=(const StageBytes& o);
 };
@@ -38,7 +41,10 @@ struct ModelShares {
   double params = 0;
 };
 
+// `bucketBytes` > 0 also cuts every stage's phases into buckets as the RL
+// framework does (model_shares.cc).
 ModelShares computeShares(const workloads::ModelSpec& model, const workloads::TrainLayout& train,
-                          const workloads::InferLayout& infer, bool fp8Wire);
+                          const workloads::InferLayout& infer, bool fp8Wire,
+                          double bucketBytes = 0);
 
 }  // namespace tide::sim

@@ -207,11 +207,18 @@ TaskId chainBroadcast(Ctx& x, int root, const std::vector<int>& receivers, doubl
   return join;
 }
 
+// Buckets of a stage's phase: as the RL framework cuts them when the shares
+// were cut (whole tensors, model_shares.h), else its bytes over the bucket
+// size.
+int realBuckets(const StageBytes& sb, double bucketBytes) {
+  if (sb.buckets > 0) return static_cast<int>(sb.buckets);
+  return std::max(1, static_cast<int>(std::ceil(sb.train / bucketBytes)));
+}
+
 // Real buckets of a stage; more than maxSimBuckets are merged into one
 // simulated bucket each, the per-bucket fixed costs scaled by the factor.
 int stageBuckets(Ctx& x, const StageBytes& sb) {
-  double bb = static_cast<double>(x.sc.strategy.bucketBytes);
-  int real = std::max(1, static_cast<int>(std::ceil(sb.train / bb)));
+  int real = realBuckets(sb, static_cast<double>(x.sc.strategy.bucketBytes));
   int nb = std::min(real, x.sc.strategy.maxSimBuckets);
   x.k = static_cast<double>(real) / nb;
   return nb;
@@ -518,7 +525,7 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
     int real = 0;
     for (const auto& phase : shares.phases) {
       if (phase[s].train <= 0) continue;
-      int r = static_cast<int>(std::ceil(phase[s].train / bb));
+      int r = realBuckets(phase[s], bb);
       real += r;
       info.mergeFactor = std::max(info.mergeFactor,
                                   static_cast<double>(r) / std::min(r, sc.strategy.maxSimBuckets));

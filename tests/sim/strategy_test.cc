@@ -151,6 +151,39 @@ TEST(Strategy, OnlyAnFp8UpdateQuantizes) {
   }
 }
 
+TEST(Strategy, BucketsAreCutAtWholeTensorsAsTheFrameworkDoes) {
+  // Kimi-K2 on its published layout: one local expert's fused gate/up,
+  // gathered over EP 32, is 1.88 GB, its down projection 0.94 GB. With a
+  // 1 GB threshold every unit is a bucket of its own: 12 local experts x 2
+  // per MoE layer. With 2 GiB two down projections share a bucket.
+  auto train = workloads::parseTrainLayout("tp=8,pp=8,cp=4,ep=32,etp=1,stages=8:8:8:8:8:8:8:5");
+  auto infer = workloads::parseInferLayout("engines=8,tp=32,ep=32,dp_attn=8");
+  auto model = workloads::loadModel("kimi-k2");
+  ASSERT_TRUE(train.isOk() && infer.isOk() && model.isOk());
+  ModelShares even = computeShares(*model, *train, *infer, true);
+  ModelShares one = computeShares(*model, *train, *infer, true, 1e9);
+  ModelShares two = computeShares(*model, *train, *infer, true, 2.0 * (1 << 30));
+  // Stage 1 holds 8 MoE layers.
+  EXPECT_EQ(even.phases[1][1].buckets, 0.0);
+  EXPECT_EQ(one.phases[1][1].buckets, 8 * 24.0);
+  EXPECT_EQ(two.phases[1][1].buckets, 8 * 18.0);
+  for (int s = 0; s < train->pp; ++s)
+    EXPECT_EQ(one.stages[s].buckets, one.phases[0][s].buckets + one.phases[1][s].buckets);
+  // Qwen3-30B-A3B's units are all below 1 GB: a greedy cut fills buckets to
+  // at most the threshold and any two neighbours past it, so it needs at
+  // least the bytes' count of buckets and at most twice as many.
+  Scenario small = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  ModelShares q = computeShares(small.model, small.train, small.infer, false, 1e9);
+  for (int s = 0; s < small.train.pp; ++s) {
+    for (int ph = 0; ph < 2; ++ph) {
+      const StageBytes& b = q.phases[ph][s];
+      double bytes = std::ceil(b.train / 1e9);
+      EXPECT_GE(b.buckets, bytes) << s << " " << ph;
+      EXPECT_LE(b.buckets, 2 * bytes) << s << " " << ph;
+    }
+  }
+}
+
 TEST(Strategy, P2pConversionOverlapsTheGathers) {
   // CUDA runs the gathers asynchronously: the host converts a bucket while
   // the GPU gathers it. With slow NVLink (the stages' gathers stay inside a
