@@ -24,9 +24,13 @@ struct Calibration {
   // One control round trip to the inference engines (HTTP request, scheduler,
   // workers): per broadcast bucket, and for pause and for resume. 5 ms.
   double engineCallSeconds = 5e-3;
-  // Post-load processing on each inference rank (e.g. MLA weight absorption,
-  // re-layouts) over the bytes it holds, bytes/s; taken as 100 GB/s.
-  double postprocessBps = 100e9;
+  // Post-load processing on each inference rank, per MLA layer of a model
+  // served in FP8: the engine re-quantizes the layer's kv_b_proj for its
+  // absorbed attention (SGLang's post_load_weights); a bf16 or non-MLA
+  // model has nothing to re-quantize. Source: the RL framework's
+  // documentation gives Kimi-K2's post_load_weights as ~884 ms after a p2p
+  // update (61 MLA layers, 64x64 FP8 blocks): 14.5 ms a layer.
+  double mlaRequantSeconds = 0.884 / 61;
   // Memory registration: seconds per page pinned and mapped. Source:
   // docs/sources.md, "80 GB of 4 KiB pages ≈ 20 M page entries: seconds": 0.2 us/page.
   double registerPerPageSeconds = 0.2e-6;

@@ -192,18 +192,25 @@ Status parseCalibrationTable(const toml::table& t, std::string_view origin, Cali
                    "is no longer a calibration constant: FP8 quantization is one pass over "
                    "the GPU's memory, set by [cluster] hbm");
   }
-  TIDE_RETURN_IF_ERROR(rateField(f, "postprocess", k.postprocessBps));
+  if (t.contains("postprocess")) {
+    return f.error("postprocess",
+                   "is no longer a rate over every rank's bytes: post-processing re-quantizes "
+                   "the MLA layers of an FP8 model, set by mla_requant_ms");
+  }
   // Times are plain numbers in the unit their key ends with.
   double opUs = k.hostOpSeconds * 1e6, stepNs = k.pyStepSeconds * 1e9;
   double callMs = k.engineCallSeconds * 1e3, pageUs = k.registerPerPageSeconds * 1e6;
+  double requantMs = k.mlaRequantSeconds * 1e3;
   TIDE_RETURN_IF_ERROR(nonNegative(f, "host_op_us", opUs));
   TIDE_RETURN_IF_ERROR(nonNegative(f, "py_step_ns", stepNs));
   TIDE_RETURN_IF_ERROR(nonNegative(f, "engine_call_ms", callMs));
   TIDE_RETURN_IF_ERROR(nonNegative(f, "register_page_us", pageUs));
+  TIDE_RETURN_IF_ERROR(nonNegative(f, "mla_requant_ms", requantMs));
   k.hostOpSeconds = opUs * 1e-6;
   k.pyStepSeconds = stepNs * 1e-9;
   k.engineCallSeconds = callMs * 1e-3;
   k.registerPerPageSeconds = pageUs * 1e-6;
+  k.mlaRequantSeconds = requantMs * 1e-3;
   return f.rejectUnknown();
 }
 

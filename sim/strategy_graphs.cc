@@ -239,13 +239,18 @@ std::vector<int> tpGroup(const workloads::TrainLayout& l, int pp) {
 }
 
 // Post-processing and the closing control rounds after `allDone`; returns
-// the final task.
+// the final task. Every inference rank re-quantizes the MLA layers of a model
+// served in FP8 (calibration.h); a broadcast engine does it inside the call
+// that loads a layer's kv_b_proj, which is as serial on the engine chain.
 TaskId finish(Ctx& x, TaskId allDone, double endRounds) {
   const auto& il = x.sc.infer;
+  const auto& m = x.sc.model;
   uint16_t post = x.g.stageId("postprocess");
   uint16_t resume = x.g.stageId("pause_resume");
   TaskId postJoin = x.g.addJoin();
-  double postSec = x.shares.sharePerRank / x.sc.calib.postprocessBps;
+  bool requant =
+      m.attention == workloads::AttentionType::kMla && m.inferDtype == workloads::DType::kFP8E4M3;
+  double postSec = requant ? m.layers * x.sc.calib.mlaRequantSeconds : 0;
   for (int i = 0; i < il.worldSize(); ++i) {
     TaskId p = x.g.addDelay(postSec, x.inferBase + i, post);
     x.g.dep(allDone, p);

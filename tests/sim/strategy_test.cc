@@ -184,6 +184,43 @@ TEST(Strategy, BucketsAreCutAtWholeTensorsAsTheFrameworkDoes) {
   }
 }
 
+TEST(Strategy, PostProcessingRequantizesTheMlaLayersOfAnFp8Model) {
+  // After the transfer every inference rank re-quantizes each MLA layer of a
+  // model served in FP8 (kv_b_proj for the absorbed attention); a bf16 or a
+  // GQA model has nothing to re-quantize.
+  Scenario gqa = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  auto ds = workloads::loadModel("deepseek-v3");
+  ASSERT_TRUE(ds.isOk());
+  auto small = workloads::scaled(*ds, 16);
+  ASSERT_TRUE(small.isOk());
+  Scenario mla = gqa;
+  mla.model = *small;
+  mla.model.inferDtype = workloads::DType::kBF16;  // the zoo serves it in FP8
+  Scenario mlaFp8 = mla;
+  mlaFp8.model.inferDtype = workloads::DType::kFP8E4M3;
+  mlaFp8.model.fp8Block = 128;
+  mlaFp8.strategy.fp8Wire = true;
+  for (const Scenario* sc : {&gqa, &mla, &mlaFp8}) ASSERT_TRUE(validateScenario(*sc).isOk());
+  for (const char* strategy : {"broadcast", "p2p"}) {
+    auto a = simulate(gqa, strategy);
+    auto b = simulate(mla, strategy);
+    auto c = simulate(mlaFp8, strategy);
+    ASSERT_TRUE(a.isOk() && b.isOk() && c.isOk()) << strategy;
+    EXPECT_EQ(stageNamed(*a, "postprocess").busy, 0.0) << strategy;
+    EXPECT_EQ(stageNamed(*b, "postprocess").busy, 0.0) << strategy;
+    double expect = mla.model.layers * mla.calib.mlaRequantSeconds;
+    const StageStats& post = stageNamed(*c, "postprocess");
+    EXPECT_NEAR(post.busy, expect, 1e-9) << strategy;
+    // It ends the update: all of it is on the critical path.
+    EXPECT_NEAR(post.critical, expect, 1e-9) << strategy;
+  }
+  // The rate over every rank's bytes it replaced is refused with its reason.
+  auto old = parseScenario(
+      scenarioText("engines=2,tp=8,ep=8", 2, "[calibration]\npostprocess = \"100GB/s\"\n"), "test");
+  ASSERT_FALSE(old.isOk());
+  EXPECT_NE(old.status().toString().find("mla_requant_ms"), std::string::npos);
+}
+
 TEST(Strategy, P2pConversionOverlapsTheGathers) {
   // CUDA runs the gathers asynchronously: the host converts a bucket while
   // the GPU gathers it. With slow NVLink (the stages' gathers stay inside a
