@@ -29,7 +29,9 @@ struct Calibration {
   // absorbed attention (SGLang's post_load_weights); a bf16 or non-MLA
   // model has nothing to re-quantize. Source: the RL framework's
   // documentation gives Kimi-K2's post_load_weights as ~884 ms after a p2p
-  // update (61 MLA layers, 64x64 FP8 blocks): 14.5 ms a layer.
+  // update (61 MLA layers, 64x64 FP8 blocks): 14.5 ms a layer. Flat per
+  // layer: the rank's kv_b_proj slice (larger with fewer attention ranks)
+  // and the block size are not scaled, for want of a second figure.
   double mlaRequantSeconds = 0.884 / 61;
   // Memory registration: seconds per page pinned and mapped. Source:
   // docs/sources.md, "80 GB of 4 KiB pages ≈ 20 M page entries: seconds": 0.2 us/page.

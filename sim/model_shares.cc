@@ -18,6 +18,10 @@ StageBytes& StageBytes::operator+=(const StageBytes& o) {
   keptLoadTensors += o.keptLoadTensors;
   scanSteps += o.scanSteps;
   mapSteps += o.mapSteps;
+  quantTrain += o.quantTrain;
+  quantTensors += o.quantTensors;
+  units += o.units;
+  moeLayers += o.moeLayers;
   buckets += o.buckets;
   return *this;
 }
@@ -84,8 +88,14 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     s.tensors = 1;
     // A routed expert lives on one EP rank (split over MoE-TP there); every
     // other tensor is kept, whole or as a slice, by every rank.
-    bool kept = !expert || t.expert % infer.ep == 0;    // the share of one EP rank
-    double copies = fp8Wire && t.fp8Block > 0 ? 2 : 1;  // weight and its block scales
+    bool kept = !expert || t.expert % infer.ep == 0;  // the share of one EP rank
+    bool quantized = fp8Wire && t.fp8Block > 0;
+    double copies = quantized ? 2 : 1;  // weight and its block scales
+    if (quantized) {
+      s.quantTrain = tb;
+      s.quantTensors = 1;
+    }
+    s.units = expert ? 0 : 1;  // expert units are counted per layer below
     s.loadTensors = copies;
     s.keptLoadTensors = kept ? copies : 0;
     s.scanSteps = copies * loaderScanSteps(t, inv.experts);
@@ -105,22 +115,22 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
       if (t.expert == 0) (t.name.find("down_proj") != std::string::npos ? el.fc2 : el.fc1) += tb;
     }
   }
-  if (bucketBytes > 0) {
-    std::vector<std::vector<double>> expertUnits(train.pp);
-    int ep = std::max(1, train.ep);
-    for (const ExpertLayer& el : expertLayers) {
-      int local = el.experts / ep;
-      auto& u = expertUnits[el.stage];
-      u.insert(u.end(), local, el.fc1 * ep);
-      u.insert(u.end(), local, el.fc2 * ep);
-    }
-    for (int s = 0; s < train.pp; ++s) {
-      double dense = cutBuckets(denseUnits[s], bucketBytes);
-      double experts = cutBuckets(expertUnits[s], bucketBytes);
-      out.phases[0][s].buckets = dense;
-      out.phases[1][s].buckets = experts;
-      out.stages[s].buckets = dense + experts;
-    }
+  std::vector<std::vector<double>> expertUnits(train.pp);
+  int ep = std::max(1, train.ep);
+  for (const ExpertLayer& el : expertLayers) {
+    if (el.experts == 0) continue;
+    int local = el.experts / ep;
+    auto& u = expertUnits[el.stage];
+    u.insert(u.end(), local, el.fc1 * ep);
+    u.insert(u.end(), local, el.fc2 * ep);
+    out.phases[1][el.stage].moeLayers += 1;
+    out.stages[el.stage].moeLayers += 1;
+  }
+  for (int s = 0; s < train.pp; ++s) {
+    out.phases[0][s].buckets = cutBuckets(denseUnits[s], bucketBytes);
+    out.phases[1][s].buckets = cutBuckets(expertUnits[s], bucketBytes);
+    out.phases[1][s].units = static_cast<double>(expertUnits[s].size());
+    out.stages[s].units += out.phases[1][s].units;
   }
   for (const auto& s : out.stages) {
     out.wireTotal += s.wire;

@@ -22,9 +22,16 @@ struct StageBytes {
   double keptLoadTensors = 0;
   double scanSteps = 0;  // loader name-matching steps over loadTensors (loader_scan.h)
   double mapSteps = 0;   // a p2p source's name mapping over the same tensors (loader_scan.h)
-  // Buckets as the RL framework cuts them (computeShares with a bucket
-  // size); 0 when not cut.
-  double buckets = 0;
+  // Of `train` and `tensors`, what is block-quantized when FP8 goes on the
+  // wire (embeddings, norms, the router and the head stay BF16).
+  double quantTrain = 0;
+  double quantTensors = 0;
+  // The framework's gather units: a routed-expert unit is one local
+  // expert's fused gate/up or its down projection; every other unit is
+  // counted as a checkpoint tensor.
+  double units = 0;
+  double moeLayers = 0;  // layers with routed experts
+  double buckets = 0;    // as the framework cuts them; per phase only (phases[])
 
   StageBytes& operator+=(const StageBytes& o);
 };
@@ -41,10 +48,9 @@ struct ModelShares {
   double params = 0;
 };
 
-// `bucketBytes` > 0 also cuts every stage's phases into buckets as the RL
-// framework does (model_shares.cc).
+// Every stage's phases are cut into buckets of at most `bucketBytes` as the
+// RL framework cuts them (model_shares.cc).
 ModelShares computeShares(const workloads::ModelSpec& model, const workloads::TrainLayout& train,
-                          const workloads::InferLayout& infer, bool fp8Wire,
-                          double bucketBytes = 0);
+                          const workloads::InferLayout& infer, bool fp8Wire, double bucketBytes);
 
 }  // namespace tide::sim

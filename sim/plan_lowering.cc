@@ -5,6 +5,7 @@
 #include <set>
 #include <tuple>
 
+#include "sim/fp8_pass.h"
 #include "sim/topology.h"
 #include "sim/work_graph.h"
 
@@ -97,11 +98,14 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
     std::vector<LinkId> path;
     TaskPath tp = TaskPath::kRdma;
     double lat = 0;
+    double moved = grp.bytes;
     if (a == b) {
       // Local conversion: a quantization pass over the GPU's memory when the
-      // dtype changes, otherwise a host memory copy.
+      // dtype changes (the plan's bytes are the FP8 output, scales included,
+      // so its BF16 input is about twice that), otherwise a host memory copy.
       path = grp.dtypeChange ? onlyLink(topo.gpu(a).hbm) : onlyLink(topo.hostMem(topo.nodeOf(a)));
       tp = grp.dtypeChange ? TaskPath::kCompute : TaskPath::kHostMem;
+      if (grp.dtypeChange) moved = fp8PassBytes(2 * grp.bytes, 0);
     } else {
       path = topo.path(a, b);
       if (hostTcp != kNoLink && sameNode(a, b)) path.push_back(hostTcp);
@@ -109,7 +113,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
       tp = topo.nodeOf(a) == topo.nodeOf(b) ? TaskPath::kNvlink : TaskPath::kRdma;
     }
     auto [in, out] = bucketJoins(stage, bucket);
-    TaskId t = g.addFlow(g.addPath(std::move(path)), grp.bytes, lat, gpuOf(src), gpuOf(dst),
+    TaskId t = g.addFlow(g.addPath(std::move(path)), moved, lat, gpuOf(src), gpuOf(dst),
                          static_cast<uint16_t>(stage), tp);
     g.tasks()[t].src = static_cast<int32_t>(src);
     g.tasks()[t].dst = static_cast<int32_t>(dst);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/fp8_pass.h"
+
 namespace tide::sim {
 
 namespace {
@@ -53,17 +55,17 @@ struct Ctx {
   bool expertPhase = false;
 };
 
-// Host ops of one bucket's gathers on every rank of the stage. Experts: the
-// names are exchanged first (an object all-gather: two collectives, then a
-// buffer and a host copy per EP rank), then each local tensor is gathered
-// into EP freshly allocated outputs (EP allocations and one collective).
-// Non-expert weights: each is gathered over TP on its own (TP allocations,
-// one collective, one concatenation). `k` real buckets make one simulated
-// bucket.
-double gatherOps(const Ctx& x, double tensorsInBucket) {
+// Host ops of one bucket's gathers on every rank of the stage, over its
+// gather units (model_shares.h). Experts: the names are exchanged first (an
+// object all-gather: two collectives, then a buffer and a host copy per EP
+// rank), then each local unit is gathered into EP freshly allocated outputs
+// (EP allocations and one collective). Non-expert weights: each is gathered
+// over TP on its own (TP allocations, one collective, one concatenation).
+// `k` real buckets make one simulated bucket.
+double gatherOps(const Ctx& x, double unitsInBucket) {
   const auto& tl = x.sc.train;
-  if (!x.expertPhase) return tensorsInBucket * (tl.tp + 2);
-  return (2 + 2.0 * tl.ep) * x.k + tensorsInBucket / tl.ep * (tl.ep + 1);
+  if (!x.expertPhase) return unitsInBucket * (tl.tp + 2);
+  return (2 + 2.0 * tl.ep) * x.k + unitsInBucket * (tl.ep + 1);
 }
 
 // Host time of a weight loader over `tensors` handed to it (a call each and
@@ -75,26 +77,31 @@ double loaderSeconds(const Ctx& x, double tensors, double kept, double copyOps, 
 }
 
 // Host time of one bucket's gather bookkeeping, which issues its gathers.
-double bookkeepingSeconds(const Ctx& x, double tensorsInBucket) {
-  return gatherOps(x, tensorsInBucket) * x.sc.calib.hostOpSeconds;
+double bookkeepingSeconds(const Ctx& x, double unitsInBucket) {
+  return gatherOps(x, unitsInBucket) * x.sc.calib.hostOpSeconds;
 }
 
-// Host time of one bucket's per-tensor conversion (and quantization launches).
-double convertSeconds(const Ctx& x, double tensorsInBucket) {
-  double perTensor = kConvertOps + (x.sc.strategy.fp8Wire ? kQuantizeOps : 0);
-  return tensorsInBucket * perTensor * x.sc.calib.hostOpSeconds;
+// A bucket's share of its stage's phase, one real bucket's worth.
+struct BucketShare {
+  double tensors, quantTensors, units;
+};
+BucketShare bucketShare(const StageBytes& sb, int nb) {
+  return {sb.tensors / nb, sb.quantTensors / nb, sb.units / nb};
 }
 
-// FP8 quantization of `bytes` (BF16) on `gpu` after `after`; a bf16 update
-// has none, and the conversion task itself is returned. The kernel is one
-// pass per tensor: each thread block loads one weight block, takes its
-// absolute maximum and stores the FP8 block and one FP32 scale. So it reads
-// 2 B and writes 1 B per element, plus 4 B per block, through the GPU's
-// memory (`hbm`; without that figure it is not a limit).
+// Host time of one bucket's per-tensor conversion and, for the tensors it
+// quantizes, the quantization kernel's allocations and launch.
+double convertSeconds(const Ctx& x, const BucketShare& b) {
+  return (b.tensors * kConvertOps + b.quantTensors * kQuantizeOps) * x.sc.calib.hostOpSeconds;
+}
+
+// FP8 quantization of `bytes` (BF16, only the tensors that are quantized) on
+// `gpu` after `after`; a bf16 update has none, and `after` itself is
+// returned. The kernel's pass through the GPU's memory (fp8_pass.h) is timed
+// by `hbm`; without that figure it is not a limit.
 TaskId quantize(Ctx& x, int gpu, double bytes, TaskId after, uint16_t stage) {
   if (!x.sc.strategy.fp8Wire) return after;
-  double block = x.sc.model.fp8Block;
-  double moved = bytes * (1.0 + 0.5 + 2.0 / (block * block));
+  double moved = fp8PassBytes(bytes, x.sc.model.fp8Block);
   TaskId q = x.g.addFlow(x.g.addPath(onlyLink(x.topo.gpu(gpu).hbm)), moved, 0, gpu, gpu, stage,
                          TaskPath::kCompute);
   x.g.dep(after, q);
@@ -172,9 +179,9 @@ struct Converted {
 // CUDA runs kernels asynchronously, and conversion only queues work behind
 // the gathers (views, a split, the quantization launches). The quantization
 // runs once both are done, over `quantBytes` (a bf16 update has none).
-Converted convertBucket(Ctx& x, int gpu, double bucket, double quantBytes, double tensors,
+Converted convertBucket(Ctx& x, int gpu, double bucket, double quantBytes, const BucketShare& share,
                         TaskId book, TaskId gathered, BucketStages st) {
-  TaskId conv = x.g.addDelay(convertSeconds(x, tensors), gpu, st.convert);
+  TaskId conv = x.g.addDelay(convertSeconds(x, share), gpu, st.convert);
   x.g.dep(book, conv);
   TaskId ready = x.g.addJoin();
   x.g.dep(conv, ready);
@@ -207,18 +214,15 @@ TaskId chainBroadcast(Ctx& x, int root, const std::vector<int>& receivers, doubl
   return join;
 }
 
-// Buckets of a stage's phase: as the RL framework cuts them when the shares
-// were cut (whole tensors, model_shares.h), else its bytes over the bucket
-// size.
-int realBuckets(const StageBytes& sb, double bucketBytes) {
-  if (sb.buckets > 0) return static_cast<int>(sb.buckets);
-  return std::max(1, static_cast<int>(std::ceil(sb.train / bucketBytes)));
+// Buckets of a stage's phase as the RL framework cuts them (model_shares.h).
+int realBuckets(const StageBytes& sb) {
+  return std::max(1, static_cast<int>(sb.buckets));
 }
 
 // Real buckets of a stage; more than maxSimBuckets are merged into one
 // simulated bucket each, the per-bucket fixed costs scaled by the factor.
 int stageBuckets(Ctx& x, const StageBytes& sb) {
-  int real = realBuckets(sb, static_cast<double>(x.sc.strategy.bucketBytes));
+  int real = realBuckets(sb);
   int nb = std::min(real, x.sc.strategy.maxSimBuckets);
   x.k = static_cast<double>(real) / nb;
   return nb;
@@ -285,6 +289,7 @@ void buildBroadcast(Ctx& x, TaskId start) {
   const auto& tl = x.sc.train;
   uint16_t sGather = x.g.stageId("allgather");
   uint16_t sCopy = x.g.stageId("gather_copy");
+  uint16_t sIssue = x.g.stageId("gather_issue");
   uint16_t sConvert = x.g.stageId("convert_host");
   uint16_t sQuant = x.g.stageId("quantize");
   uint16_t sCall = x.g.stageId("engine_call");
@@ -299,12 +304,13 @@ void buildBroadcast(Ctx& x, TaskId start) {
     auto ep = epGroup(tl, s), tp = tpGroup(tl, s);
     double bucket = sb.train / nb;
     double wireRatio = sb.wire / sb.train;
+    BucketShare share = bucketShare(sb, nb);
     TaskId prev = after;
     for (int b = 0; b < nb; ++b) {
-      TaskId book = x.g.addDelay(bookkeepingSeconds(x, sb.tensors / nb), head, sConvert);
+      TaskId book = x.g.addDelay(bookkeepingSeconds(x, share.units), head, sIssue);
       x.g.dep(prev, book);
       TaskId ag = ringAllGather(x, x.expertPhase ? ep : tp, bucket, book, sGather);
-      TaskId q = convertBucket(x, head, bucket, bucket, sb.tensors / nb, book, ag,
+      TaskId q = convertBucket(x, head, bucket, sb.quantTrain / nb, share, book, ag,
                                {sCopy, sConvert, sQuant})
                      .gpu;
       TaskId call = x.g.addDelay(x.sc.calib.engineCallSeconds * x.k, head, sCall);
@@ -383,6 +389,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
   const auto& tl = x.sc.train;
   uint16_t sGather = x.g.stageId("allgather");
   uint16_t sCopy = x.g.stageId("gather_copy");
+  uint16_t sIssue = x.g.stageId("gather_issue");
   uint16_t sConvert = x.g.stageId("convert_host");
   uint16_t sQuant = x.g.stageId("quantize");
   uint16_t sMap = x.g.stageId("name_map");
@@ -419,10 +426,12 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     double bucket = sb.train / nb;
     double wireRatio = sb.wire / sb.train;
     double shareFrac = sb.wire > 0 ? sb.share / sb.wire : 0;
+    double quantFrac = sb.train > 0 ? sb.quantTrain / sb.train : 0;
     // Host time per bucket: every rank converts (and, with FP8, quantizes)
     // every gathered tensor; each replica load runs the loader over every
     // tensor and scale, and copies the kept ones (narrow, copy, synchronize).
-    double bookSec = bookkeepingSeconds(x, sb.tensors / nb);
+    BucketShare share = bucketShare(sb, nb);
+    double bookSec = bookkeepingSeconds(x, share.units);
     double loadSecPerBucket = loaderSeconds(x, sb.loadTensors / nb, sb.keptLoadTensors / nb,
                                             kLoaderCopyOps, sb.scanSteps / nb);
     // Before any load, the RL framework maps every tensor of the bucket to
@@ -430,9 +439,9 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
     double mapSec = pipelined ? 0 : sb.mapSteps / nb * x.sc.calib.pyStepSeconds;
     // A replica parameter (e.g. all local experts' w13 of a layer) is loaded
     // and written once all its pieces arrived: gathered expert buckets
-    // interleave the EP ranks' experts, so that is at the end of each layer;
-    // a non-expert bucket holds whole parameters.
-    int layers = std::max(1, workloads::stageLayerCounts(tl, x.sc.model.layers)[s]);
+    // interleave the EP ranks' experts, so that is at the end of each MoE
+    // layer; a non-expert bucket holds whole parameters.
+    int layers = std::max(1, static_cast<int>(sb.moeLayers));
     TaskId prevAg = after, prevSync = after;
     int pendingBuckets = 0;
     for (int b = 0; b < nb; ++b) {
@@ -447,7 +456,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
       std::vector<TaskId> books(per, agIn);
       for (int r = 0; r < per; ++r) {
         if (groups[r].empty()) continue;
-        books[r] = x.g.addDelay(bookSec, s * per + r, sConvert);
+        books[r] = x.g.addDelay(bookSec, s * per + r, sIssue);
         x.g.dep(prevSync, books[r]);
         x.g.dep(books[r], agIn);
       }
@@ -461,9 +470,9 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
         int node = x.topo.nodeOf(gpu);
         // A static schedule quantizes only what this rank sends; the RL
         // framework converts the whole gathered bucket on every rank.
-        double qBytes = pipelined ? bucket * shareFrac * groups[r].size() : bucket;
-        Converted cv = convertBucket(x, gpu, bucket, qBytes, sb.tensors / nb, books[r], ag,
-                                     {sCopy, sConvert, sQuant});
+        double qBytes = bucket * quantFrac * (pipelined ? shareFrac * groups[r].size() : 1);
+        Converted cv =
+            convertBucket(x, gpu, bucket, qBytes, share, books[r], ag, {sCopy, sConvert, sQuant});
         // The name mapping is host work after the conversion, while the GPU
         // may still quantize; the loads' copies wait for both.
         TaskId prev = x.g.addJoin();
@@ -525,12 +534,11 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
   x.channels = sc.strategy.channels > 0 ? sc.strategy.channels : sc.cluster.nicsPerNode;
   x.inferBase = sc.trainNodes * sc.cluster.gpusPerNode;
   GraphInfo info;
-  double bb = static_cast<double>(sc.strategy.bucketBytes);
   for (int s = 0; s < sc.train.pp; ++s) {
     int real = 0;
     for (const auto& phase : shares.phases) {
       if (phase[s].train <= 0) continue;
-      int r = realBuckets(phase[s], bb);
+      int r = realBuckets(phase[s]);
       real += r;
       info.mergeFactor = std::max(info.mergeFactor,
                                   static_cast<double>(r) / std::min(r, sc.strategy.maxSimBuckets));

@@ -2,15 +2,15 @@
 // published Kimi-K2 figures (docs/sources.md): broadcast 53.3 s and p2p 7.2 s,
 // each within 15 %, ratio 6.4-8.4; and each simulation under 10 s of CPU.
 //
-// Both are known gaps (docs/sim.md, "Known gap"): the mechanisms modelled
-// from the public implementation predict about 46 % of the published p2p
-// time, and a broadcast 19 % below the write-up's table (and at the 43 s the
-// design RFC measured for the same run). A reproduction check that misses is
-// reported as skipped with its figures unless TIDE_SIM_STRICT=1, so the suite
-// stays green while the figures stay visible; the checks that must hold
-// whatever the gaps (broadcast within 30 % of both published figures, p2p
-// beats broadcast and is not below its own lower bound, both run fast)
-// always run.
+// Both are known gaps against the write-up's table (docs/sim.md, "Known
+// gap"): the mechanisms modelled from the public implementation predict
+// about half of the published p2p time, and a broadcast about 18 % below the
+// table, at the 43 s the design RFC measured for the same run. A
+// reproduction check that misses is reported as skipped with its figures
+// unless TIDE_SIM_STRICT=1, so the suite stays green while the figures stay
+// visible; the checks that must hold whatever the gaps (broadcast within
+// 15 % of the RFC and 30 % of the table, p2p beats broadcast and is not
+// below its own lower bound, both run fast) always run.
 //
 // The same write-up published seven more configurations
 // (scenarios/published/): broadcast is checked against each within a wider
@@ -66,11 +66,11 @@ TEST(KimiK2, BroadcastWithin15PercentOfPublished) {
   EXPECT_NEAR(b->seconds, kBroadcast, 0.15 * kBroadcast);
 }
 
-TEST(KimiK2, BroadcastWithin30PercentOfBothPublishedFigures) {
+TEST(KimiK2, BroadcastWithin15PercentOfTheRfcAnd30OfTheTable) {
   auto b = simulate(kimi(), "broadcast");
   ASSERT_TRUE(b.isOk()) << b.status().toString();
+  EXPECT_NEAR(b->seconds, kBroadcastRfc, 0.15 * kBroadcastRfc);
   EXPECT_NEAR(b->seconds, kBroadcast, 0.30 * kBroadcast);
-  EXPECT_NEAR(b->seconds, kBroadcastRfc, 0.30 * kBroadcastRfc);
 }
 
 TEST(KimiK2, P2pBeatsBroadcastAndRespectsItsLowerBound) {

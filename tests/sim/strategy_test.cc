@@ -48,6 +48,12 @@ Scenario load(const std::string& text) {
   return std::move(s).value();
 }
 
+// The shares the simulator computes for a scenario.
+ModelShares sharesOf(const Scenario& sc) {
+  return computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire,
+                       static_cast<double>(sc.strategy.bucketBytes));
+}
+
 // The stage of that name in a result; an empty one (no time) when absent.
 StageStats stageNamed(const StrategyResult& r, const std::string& name) {
   for (const auto& s : r.stages) {
@@ -90,7 +96,7 @@ TEST(Strategy, EngineLockSerializesStagesInBroadcast) {
   auto b = simulate(sc, "broadcast");
   ASSERT_TRUE(b.isOk());
   double buckets = 0;
-  ModelShares sh = computeShares(sc.model, sc.train, sc.infer, false);
+  ModelShares sh = sharesOf(sc);
   for (const auto& s : sh.stages) buckets += std::ceil(s.train / 1e9);
   EXPECT_GT(b->seconds, buckets * 0.5);  // serialized, not 2 stages in parallel
 }
@@ -104,7 +110,7 @@ TEST(Strategy, RegistrationOnlyOnFirstUpdate) {
   EXPECT_EQ(a->registrationSeconds, 0);
   // Each sender registers a whole engine rank's replica (4 KiB pages) before
   // the barrier that starts the gathers: the update shifts by exactly that.
-  ModelShares sh = computeShares(first.model, first.train, first.infer, false);
+  ModelShares sh = sharesOf(first);
   EXPECT_NEAR(b->registrationSeconds,
               std::ceil(sh.sharePerRank / 4096) * first.calib.registerPerPageSeconds, 1e-9);
   EXPECT_NEAR(b->seconds - a->seconds, b->registrationSeconds, 1e-6);
@@ -119,7 +125,7 @@ TEST(Strategy, P2pPaysHostTimeForEveryGatheredTensor) {
   auto a = simulate(none, "p2p");
   auto b = simulate(dflt, "p2p");
   ASSERT_TRUE(a.isOk() && b.isOk());
-  ModelShares sh = computeShares(dflt.model, dflt.train, dflt.infer, false);
+  ModelShares sh = sharesOf(dflt);
   double fewest = 1e18;
   for (const auto& s : sh.stages) fewest = std::min(fewest, s.tensors);
   EXPECT_GT(fewest, 128 * 3);  // at least one layer of 128 experts x 3 tensors
@@ -160,15 +166,11 @@ TEST(Strategy, BucketsAreCutAtWholeTensorsAsTheFrameworkDoes) {
   auto infer = workloads::parseInferLayout("engines=8,tp=32,ep=32,dp_attn=8");
   auto model = workloads::loadModel("kimi-k2");
   ASSERT_TRUE(train.isOk() && infer.isOk() && model.isOk());
-  ModelShares even = computeShares(*model, *train, *infer, true);
   ModelShares one = computeShares(*model, *train, *infer, true, 1e9);
   ModelShares two = computeShares(*model, *train, *infer, true, 2.0 * (1 << 30));
   // Stage 1 holds 8 MoE layers.
-  EXPECT_EQ(even.phases[1][1].buckets, 0.0);
   EXPECT_EQ(one.phases[1][1].buckets, 8 * 24.0);
   EXPECT_EQ(two.phases[1][1].buckets, 8 * 18.0);
-  for (int s = 0; s < train->pp; ++s)
-    EXPECT_EQ(one.stages[s].buckets, one.phases[0][s].buckets + one.phases[1][s].buckets);
   // Qwen3-30B-A3B's units are all below 1 GB: a greedy cut fills buckets to
   // at most the threshold and any two neighbours past it, so it needs at
   // least the bytes' count of buckets and at most twice as many.
@@ -236,9 +238,11 @@ TEST(Strategy, P2pConversionOverlapsTheGathers) {
   const StageStats& gather = stageNamed(*r, "allgather");
   EXPECT_GT(conv.busy, 0.0);
   EXPECT_GT(gather.busy, 10 * conv.busy);
-  // The bookkeeping that issues each gather stays on the path.
-  EXPECT_LT(conv.critical, 0.5 * conv.busy);
+  EXPECT_LT(conv.critical, 0.01 * conv.busy);
   EXPECT_GT(gather.critical, 0.8 * gather.busy);
+  // The bookkeeping that issues each gather stays on the path.
+  const StageStats& issue = stageNamed(*r, "gather_issue");
+  EXPECT_GT(issue.critical, 0.5 * issue.busy);
 }
 
 TEST(Strategy, QuantizationIsOnePassOverTheGpusMemory) {
@@ -263,8 +267,12 @@ TEST(Strategy, QuantizationIsOnePassOverTheGpusMemory) {
     EXPECT_NEAR(q.bytes, stageNamed(*f, "quantize").bytes, 1e-6 * q.bytes) << strategy;
     if (std::string(strategy) == "broadcast") {
       // Only each stage's head quantizes, the whole stage once.
-      ModelShares sh = computeShares(fp8.model, fp8.train, fp8.infer, true);
-      EXPECT_NEAR(q.bytes, sh.trainTotal * (1.5 + 2.0 / (128 * 128)), 1e-6 * q.bytes);
+      // Embeddings, norms, the router and the head stay BF16.
+      ModelShares sh = sharesOf(fp8);
+      double quantized = 0;
+      for (const auto& st : sh.stages) quantized += st.quantTrain;
+      EXPECT_LT(quantized, sh.trainTotal);
+      EXPECT_NEAR(q.bytes, quantized * (1.5 + 2.0 / (128 * 128)), 1e-6 * q.bytes);
     }
     EXPECT_GT(stageNamed(*f, "quantize").busy, 0.0) << strategy;
     EXPECT_LT(stageNamed(*f, "quantize").busy, q.busy) << strategy;
@@ -294,8 +302,7 @@ StepCost stepCost(const std::string& strategy) {
   auto b = simulate(dflt, strategy);
   EXPECT_TRUE(a.isOk() && b.isOk());
   if (!a.isOk() || !b.isOk()) return {};
-  return {b->seconds - a->seconds, dflt.calib.pyStepSeconds,
-          computeShares(dflt.model, dflt.train, dflt.infer, false)};
+  return {b->seconds - a->seconds, dflt.calib.pyStepSeconds, sharesOf(dflt)};
 }
 
 TEST(Strategy, EngineLoadersMatchEveryNameAgainstTheExpertMapping) {
@@ -349,7 +356,7 @@ TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
   Scenario without = load(text);
   Scenario with = load(withHbm);
   ASSERT_EQ(with.cluster.hbmBps, 0.1e12);
-  ModelShares sh = computeShares(with.model, with.train, with.infer, false);
+  ModelShares sh = sharesOf(with);
   double longest = 0;
   for (const auto& s : sh.stages) {
     double copied = 2 * (s.trainExpert + 2 * (s.train - s.trainExpert));
@@ -375,7 +382,7 @@ TEST(Strategy, UpdatePhasesSplitEachStageIntoNonExpertAndExpertWeights) {
   // barrier, then update the routed experts: the shares of the two phases
   // partition each stage, and the experts are all in the second.
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  ModelShares sh = computeShares(sc.model, sc.train, sc.infer, false);
+  ModelShares sh = sharesOf(sc);
   ASSERT_EQ(sh.stages.size(), 2u);
   for (size_t s = 0; s < sh.stages.size(); ++s) {
     const StageBytes &all = sh.stages[s], &dense = sh.phases[0][s], &experts = sh.phases[1][s];

@@ -18,7 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)tide::parseCount(text);
   auto sc = tide::sim::parseScenario(text, "fuzz");
   if (sc.isOk() && sc->model.layers < 8 && sc->model.experts < 64) {
-    auto shares = tide::sim::computeShares(sc->model, sc->train, sc->infer, sc->strategy.fp8Wire);
+    auto shares = tide::sim::computeShares(sc->model, sc->train, sc->infer, sc->strategy.fp8Wire,
+                                           static_cast<double>(sc->strategy.bucketBytes));
     (void)shares.sharePerRank;
   }
   return 0;
