@@ -16,9 +16,11 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
     std::printf("  %-14s %10.3f %10.3f %10.3f %10.3f %12.2f\n", s.name.c_str(), s.first, s.last,
                 s.busy, s.critical, s.bytes / 1e9);
   }
-  for (const auto& [name, secs] : sc.published) {
-    if (name != r.strategy) continue;
-    std::printf("  published %.3f s, error %+.1f %%\n", secs, (r.seconds / secs - 1) * 100);
+  for (const auto& p : sc.published) {
+    if (p.strategy != r.strategy) continue;
+    std::string what = p.label.empty() ? "published" : "published (" + p.label + ")";
+    std::printf("  %s %.3f s, error %+.1f %%\n", what.c_str(), p.seconds,
+                (r.seconds / p.seconds - 1) * 100);
   }
   std::printf("  %llu tasks, %llu flows, %.2f s wall, %.0f events/s\n",
               static_cast<unsigned long long>(r.tasks), static_cast<unsigned long long>(r.flows),

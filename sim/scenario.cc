@@ -214,14 +214,21 @@ Status parseCalibrationTable(const toml::table& t, std::string_view origin, Cali
   return f.rejectUnknown();
 }
 
+// `broadcast` and `p2p` are the primary figures; `<strategy>_<label>` (e.g.
+// broadcast_rfc) another published figure of the same run.
 Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenario& s) {
   TomlFields f(t, tableOrigin(origin, "published"));
-  for (const char* name : {"broadcast", "p2p"}) {
+  for (auto&& [k, node] : t) {
+    std::string key(k.str());
+    size_t cut = key.find('_');
+    std::string strategy = key.substr(0, cut);
+    if (strategy != "broadcast" && strategy != "p2p") continue;  // rejectUnknown names it
+    std::string label = cut == std::string::npos ? "" : key.substr(cut + 1);
+    if (cut != std::string::npos && label.empty()) continue;
     double v = 0;
-    TIDE_RETURN_IF_ERROR(f.getDouble(name, v, false));
-    if (!f.get(name)) continue;
-    if (v <= 0) return f.error(name, "must be seconds > 0");
-    s.published.push_back({name, v});
+    TIDE_RETURN_IF_ERROR(f.getDouble(key, v, false));
+    if (v <= 0) return f.error(key, "must be seconds > 0");
+    s.published.push_back({strategy, label, v});
   }
   return f.rejectUnknown();
 }

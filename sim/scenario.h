@@ -40,8 +40,13 @@ struct Scenario {
   workloads::ClusterSpec cluster;
   StrategyParams strategy;
   Calibration calib;
-  // Published update times (seconds) by strategy name, for the comparison.
-  std::vector<std::pair<std::string, double>> published;
+  // Published update times to compare with: per strategy its primary figure
+  // (label empty) and any other published figure under a label.
+  struct Published {
+    std::string strategy, label;
+    double seconds = 0;
+  };
+  std::vector<Published> published;
 };
 
 Result<Scenario> loadScenario(const std::string& path);

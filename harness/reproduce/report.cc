@@ -94,9 +94,10 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
     nlohmann::json j = docOf(in, part);
     double secs = 0, lb = 0;
     if (!num(j, "/results/0/seconds", &secs)) continue;
-    for (const auto& [name, pub] : in.published) {
-      if (name == s)
-        f.push_back({kSim, std::string(s) + " time", "s", secs, "published", pub, part});
+    for (const auto& p : in.published) {
+      if (p.strategy != s) continue;
+      std::string ref = p.label.empty() ? "published" : "published (" + p.label + ")";
+      f.push_back({kSim, std::string(s) + " time", "s", secs, ref, p.seconds, part});
     }
     if (num(j, "/results/0/lower_bound_seconds", &lb)) {
       f.push_back({kSim, std::string(s) + " time", "s", secs, "lower bound", lb, part});
@@ -107,9 +108,10 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
     if (num(docOf(in, "sim_kimi_broadcast"), "/results/0/seconds", &b) &&
         num(docOf(in, "sim_kimi_p2p"), "/results/0/seconds", &p) && p > 0) {
       double pb = 0, pp = 0;
-      for (const auto& [name, pub] : in.published) {
-        if (name == "broadcast") pb = pub;
-        if (name == "p2p") pp = pub;
+      for (const auto& p : in.published) {
+        if (!p.label.empty()) continue;
+        if (p.strategy == "broadcast") pb = p.seconds;
+        if (p.strategy == "p2p") pp = p.seconds;
       }
       f.push_back({kSim, "speed-up broadcast/p2p", "x", b / p, pp > 0 ? "published" : "",
                    pp > 0 ? pb / pp : 0, "sim_kimi_p2p"});

@@ -9,6 +9,7 @@
 
 #include "engine/core/status.h"
 #include "harness/reproduce/part.h"
+#include "sim/scenario.h"
 
 namespace tide::harness::reproduce {
 
@@ -36,8 +37,8 @@ struct ReportInput {
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> environment;
   std::vector<RunRecord> runs;
-  // Published figures of the simulated scenario (strategy, seconds).
-  std::vector<std::pair<std::string, double>> published;
+  // Published figures of the simulated scenario.
+  std::vector<sim::Scenario::Published> published;
 };
 
 // Reads the parts' documents (missing ones are ignored: a failed part).

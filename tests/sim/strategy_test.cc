@@ -503,6 +503,9 @@ TEST(Scenario, RejectsUnknownKeysWrongTypesAndInconsistentValues) {
   rejects("zoo = \"qwen3-30b-a3b\"", "zoo = \"qwen3-30b-a3b\"\nlayers = 30",
           "cannot be set for a zoo model");
   rejects("[strategy]", "[published]\nbrodcast = 3\n[strategy]", "'brodcast' is not a known key");
+  rejects("[strategy]", "[published]\nbroadcast_ = 3\n[strategy]",
+          "'broadcast_' is not a known key");
+  rejects("[strategy]", "[published]\nbroadcast_rfc = 0\n[strategy]", "must be seconds > 0");
   rejects("[strategy]", "[strategy]\nnames = [\"p2p-x\"]", "unknown strategy 'p2p-x'");
   rejects("[strategy]", "[strategy]\nfirst_update = \"yes\"", "must be true or false");
   rejects("gpus_per_node = 8", "gpus_per_node = 8\nnodes_per_leaf = -1", "must not be negative");
@@ -514,6 +517,24 @@ TEST(Scenario, RejectsUnknownKeysWrongTypesAndInconsistentValues) {
   auto r = parseScenario(bits, "f.toml");
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   EXPECT_DOUBLE_EQ(r->cluster.nicBps, 47.5e9);
+}
+
+TEST(Scenario, PublishedFiguresCarryALabelBesideThePrimaryOne) {
+  Scenario sc = load(scenarioText(
+      "engines=2,tp=8,ep=8", 2, "[published]\nbroadcast = 5.0\nbroadcast_rfc = 4.0\np2p = 2.0\n"));
+  ASSERT_EQ(sc.published.size(), 3u);
+  int primary = 0;
+  for (const auto& p : sc.published) {
+    if (p.label.empty()) {
+      ++primary;
+      EXPECT_EQ(p.seconds, p.strategy == "broadcast" ? 5.0 : 2.0);
+    } else {
+      EXPECT_EQ(p.strategy, "broadcast");
+      EXPECT_EQ(p.label, "rfc");
+      EXPECT_EQ(p.seconds, 4.0);
+    }
+  }
+  EXPECT_EQ(primary, 2);
 }
 
 TEST(Scenario, WireDtypeDefaultsToWhatTheModelServes) {
