@@ -100,7 +100,6 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     s.keptLoadTensors = kept ? copies : 0;
     s.scanSteps = copies * loaderScanSteps(t, inv.experts);
     s.mapSteps = copies * mapperScanSteps(t, inv.experts);
-    out.stages[stage] += s;
     out.phases[expert ? 1 : 0][stage] += s;
     out.params += static_cast<double>(t.numel());
     if (!expert) {
@@ -124,13 +123,13 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     u.insert(u.end(), local, el.fc1 * ep);
     u.insert(u.end(), local, el.fc2 * ep);
     out.phases[1][el.stage].moeLayers += 1;
-    out.stages[el.stage].moeLayers += 1;
   }
   for (int s = 0; s < train.pp; ++s) {
     out.phases[0][s].buckets = cutBuckets(denseUnits[s], bucketBytes);
     out.phases[1][s].buckets = cutBuckets(expertUnits[s], bucketBytes);
     out.phases[1][s].units = static_cast<double>(expertUnits[s].size());
-    out.stages[s].units += out.phases[1][s].units;
+    out.stages[s] = out.phases[0][s];
+    out.stages[s] += out.phases[1][s];
   }
   for (const auto& s : out.stages) {
     out.wireTotal += s.wire;

@@ -31,7 +31,7 @@ struct StageBytes {
   // counted as a checkpoint tensor.
   double units = 0;
   double moeLayers = 0;  // layers with routed experts
-  double buckets = 0;    // as the framework cuts them; per phase only (phases[])
+  double buckets = 0;    // as the framework cuts them
 
   StageBytes& operator+=(const StageBytes& o);
 };

@@ -18,8 +18,7 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   }
   for (const auto& p : sc.published) {
     if (p.strategy != r.strategy) continue;
-    std::string what = p.label.empty() ? "published" : "published (" + p.label + ")";
-    std::printf("  %s %.3f s, error %+.1f %%\n", what.c_str(), p.seconds,
+    std::printf("  %s %.3f s, error %+.1f %%\n", p.name().c_str(), p.seconds,
                 (r.seconds / p.seconds - 1) * 100);
   }
   std::printf("  %llu tasks, %llu flows, %.2f s wall, %.0f events/s\n",

@@ -185,17 +185,16 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
 
 Status parseCalibrationTable(const toml::table& t, std::string_view origin, Calibration& k) {
   TomlFields f(t, tableOrigin(origin, "calibration"));
-  // Quantization used to be a calibrated rate; it is now a pass over the GPU's
-  // memory, so an old scenario gets told where the figure went.
-  if (t.contains("fp8_quant")) {
-    return f.error("fp8_quant",
-                   "is no longer a calibration constant: FP8 quantization is one pass over "
-                   "the GPU's memory, set by [cluster] hbm");
-  }
-  if (t.contains("postprocess")) {
-    return f.error("postprocess",
-                   "is no longer a rate over every rank's bytes: post-processing re-quantizes "
-                   "the MLA layers of an FP8 model, set by mla_requant_ms");
+  // Constants that were replaced: an old scenario gets told where the figure
+  // went.
+  for (auto [key, why] :
+       {std::pair{"fp8_quant",
+                  "is no longer a calibration constant: FP8 quantization is one pass over the "
+                  "GPU's memory, set by [cluster] hbm"},
+        std::pair{"postprocess",
+                  "is no longer a rate over every rank's bytes: post-processing re-quantizes the "
+                  "MLA layers of an FP8 model, set by mla_requant_ms"}}) {
+    if (t.contains(key)) return f.error(key, why);
   }
   // Times are plain numbers in the unit their key ends with.
   double opUs = k.hostOpSeconds * 1e6, stepNs = k.pyStepSeconds * 1e9;

@@ -45,6 +45,8 @@ struct Scenario {
   struct Published {
     std::string strategy, label;
     double seconds = 0;
+    // "published", or "published (label)" for a labelled figure.
+    std::string name() const { return label.empty() ? "published" : "published (" + label + ")"; }
   };
   std::vector<Published> published;
 };

@@ -96,8 +96,7 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
     if (!num(j, "/results/0/seconds", &secs)) continue;
     for (const auto& p : in.published) {
       if (p.strategy != s) continue;
-      std::string ref = p.label.empty() ? "published" : "published (" + p.label + ")";
-      f.push_back({kSim, std::string(s) + " time", "s", secs, ref, p.seconds, part});
+      f.push_back({kSim, std::string(s) + " time", "s", secs, p.name(), p.seconds, part});
     }
     if (num(j, "/results/0/lower_bound_seconds", &lb)) {
       f.push_back({kSim, std::string(s) + " time", "s", secs, "lower bound", lb, part});

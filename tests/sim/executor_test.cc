@@ -5,6 +5,13 @@
 namespace tide::sim {
 namespace {
 
+// Makes `t` take `lock` when it starts and give it back when it ends.
+TaskId underLock(WorkGraph& g, TaskId t, int32_t lock) {
+  g.tasks()[t].acquire = lock;
+  g.tasks()[t].release = lock;
+  return t;
+}
+
 TEST(Executor, ChainOfDelayAndFlow) {
   FlowSolver s;
   WorkGraph g;
@@ -26,11 +33,7 @@ TEST(Executor, LockSerializesTasks) {
   WorkGraph g;
   auto st = g.stageId("x");
   int32_t lock = g.addLock();
-  for (int i = 0; i < 3; ++i) {
-    TaskId t = g.addDelay(1.0, i, st);
-    g.tasks()[t].acquire = lock;
-    g.tasks()[t].release = lock;
-  }
+  for (int i = 0; i < 3; ++i) underLock(g, g.addDelay(1.0, i, st), lock);
   auto r = execute(g, s);
   ASSERT_TRUE(r.isOk());
   EXPECT_DOUBLE_EQ(r->makespan, 3.0);
@@ -48,12 +51,7 @@ TEST(Executor, CriticalPathFollowsTheLastDependencyAndTheLock) {
   g.dep(a, c);
   g.dep(b, c);
   int32_t lock = g.addLock();
-  for (int i = 0; i < 2; ++i) {
-    TaskId t = g.addDelay(1.0, i, sl);
-    g.tasks()[t].acquire = lock;
-    g.tasks()[t].release = lock;
-    g.dep(c, t);
-  }
+  for (int i = 0; i < 2; ++i) g.dep(c, underLock(g, g.addDelay(1.0, i, sl), lock));
   auto r = execute(g, s);
   ASSERT_TRUE(r.isOk());
   EXPECT_DOUBLE_EQ(r->makespan, 7.0);
@@ -74,11 +72,8 @@ TEST(Executor, CriticalPathThroughALockWaiterAndAFlowLatency) {
   uint32_t p = g.addPath({l});
   auto sh = g.stageId("holder"), sw = g.stageId("waiter"), sf = g.stageId("flow");
   int32_t lock = g.addLock();
-  TaskId h = g.addDelay(2.0, 0, sh), w = g.addDelay(1.0, 1, sw);
-  for (TaskId t : {h, w}) {
-    g.tasks()[t].acquire = lock;
-    g.tasks()[t].release = lock;
-  }
+  underLock(g, g.addDelay(2.0, 0, sh), lock);
+  TaskId w = underLock(g, g.addDelay(1.0, 1, sw), lock);
   TaskId f = g.addFlow(p, 100.0, 0.5, 1, 2, sf, TaskPath::kRdma);
   g.dep(w, f);
   auto r = execute(g, s);
