@@ -99,13 +99,16 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
     TaskPath tp = TaskPath::kRdma;
     double lat = 0;
     double moved = grp.bytes;
-    if (a == b) {
-      // Local conversion: a quantization pass over the GPU's memory when the
-      // dtype changes (the plan's bytes are the FP8 output, scales included,
-      // so its BF16 input is about twice that), otherwise a host memory copy.
-      path = grp.dtypeChange ? onlyLink(topo.gpu(a).hbm) : onlyLink(topo.hostMem(topo.nodeOf(a)));
-      tp = grp.dtypeChange ? TaskPath::kCompute : TaskPath::kHostMem;
-      if (grp.dtypeChange) moved = fp8PassBytes(2 * grp.bytes, 0);
+    if (a == b && grp.dtypeChange) {
+      // Local conversion that changes the dtype: a quantization pass over the
+      // GPU's memory (the plan's bytes are the FP8 output, scales included,
+      // so its BF16 input is about twice that).
+      path = onlyLink(topo.gpu(a).hbm);
+      tp = TaskPath::kCompute;
+      moved = fp8PassBytes(2 * grp.bytes, 0);
+    } else if (a == b) {
+      path = onlyLink(topo.hostMem(topo.nodeOf(a)));  // a host memory copy
+      tp = TaskPath::kHostMem;
     } else {
       path = topo.path(a, b);
       if (hostTcp != kNoLink && sameNode(a, b)) path.push_back(hostTcp);
