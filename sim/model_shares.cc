@@ -74,12 +74,8 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     // Fraction of the tensor one inference rank holds (averaged over ranks;
     // the layouts split evenly).
     bool expert = t.kind == workloads::TensorKind::kRoutedExpert;
-    double frac = 1.0;
-    if (expert) {
-      frac = 1.0 / infer.tp;  // E/EP experts per rank, each split over TP/EP
-    } else if (t.tp != workloads::TpSplit::kReplicated) {
-      frac = 1.0 / (t.dpAttnReplicated ? infer.attnTp() : infer.tp);
-    }
+    // A routed expert: E/EP experts per rank, each split over TP/EP.
+    double frac = expert ? 1.0 / infer.tp : 1.0 / workloads::inferSplit(t, infer).size;
     StageBytes s;
     s.train = tb;
     if (expert) s.trainExpert = tb;

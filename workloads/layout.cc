@@ -44,9 +44,10 @@ Result<std::map<std::string, std::string>> parseKv(std::string_view text,
   return kv;
 }
 
-Result<int> parseDegree(const std::map<std::string, std::string>& kv, const std::string& key) {
+Result<int> parseDegree(const std::map<std::string, std::string>& kv, const std::string& key,
+                        int missing = 1) {
   auto it = kv.find(key);
-  if (it == kv.end()) return 1;
+  if (it == kv.end()) return missing;
   auto v = parseCount(it->second);
   if (!v.isOk() || *v == 0 || *v > (1u << 20)) {
     return badLayout("'" + key + "=" + it->second + "': must be an integer in 1..1048576");
@@ -94,8 +95,32 @@ std::string TrainLayout::toString() const {
 }
 
 std::string InferLayout::toString() const {
-  return "engines=" + std::to_string(engines) + ",tp=" + std::to_string(tp) +
-         ",ep=" + std::to_string(ep) + ",dp_attn=" + std::to_string(dpAttn);
+  std::string s = "engines=" + std::to_string(engines) + ",tp=" + std::to_string(tp) +
+                  ",ep=" + std::to_string(ep) + ",dp_attn=" + std::to_string(dpAttn);
+  if (dpLmHead) s += ",dp_lm_head=1";
+  if (denseTp > 0) s += ",dense_tp=" + std::to_string(denseTp);
+  return s;
+}
+
+InferSplit inferSplit(const TensorSpec& t, const InferLayout& l) {
+  if (t.tp == TpSplit::kReplicated) return {1, "replicated"};
+  switch (t.kind) {
+    case TensorKind::kRoutedExpert:
+      return {l.moeTp(), "tp/ep"};
+    case TensorKind::kEmbedding:
+      if (l.dpAttn > 1) return {1, "replicated (dp_attn)"};
+      break;
+    case TensorKind::kLmHead:
+      if (l.dpLmHead) return {l.attnTp(), "tp/dp_attn"};
+      break;
+    case TensorKind::kDenseMlp:
+      if (l.denseTp > 0) return {l.denseTp, "dense_tp"};
+      break;
+    default:
+      if (t.dpAttnReplicated) return {l.attnTp(), "tp/dp_attn"};
+      break;
+  }
+  return {l.tp, "tp"};
 }
 
 Result<TrainLayout> parseTrainLayout(std::string_view text) {
@@ -127,12 +152,20 @@ Result<TrainLayout> parseTrainLayout(std::string_view text) {
 
 Result<InferLayout> parseInferLayout(std::string_view text) {
   TIDE_ASSIGN_OR_RETURN(auto kv,
-                        parseKv(text, {"engines", "tp", "ep", "dp_attn"}, "inference layout"));
+                        parseKv(text, {"engines", "tp", "ep", "dp_attn", "dp_lm_head", "dense_tp"},
+                                "inference layout"));
   InferLayout l;
   TIDE_ASSIGN_OR_RETURN(l.engines, parseDegree(kv, "engines"));
   TIDE_ASSIGN_OR_RETURN(l.tp, parseDegree(kv, "tp"));
   TIDE_ASSIGN_OR_RETURN(l.ep, parseDegree(kv, "ep"));
   TIDE_ASSIGN_OR_RETURN(l.dpAttn, parseDegree(kv, "dp_attn"));
+  if (auto it = kv.find("dp_lm_head"); it != kv.end()) {
+    if (it->second != "0" && it->second != "1") {
+      return badLayout("'dp_lm_head=" + it->second + "': want 0 or 1");
+    }
+    l.dpLmHead = it->second == "1";
+  }
+  TIDE_ASSIGN_OR_RETURN(l.denseTp, parseDegree(kv, "dense_tp", 0));
   return l;
 }
 
@@ -234,18 +267,15 @@ Status validate(const InferLayout& l, const ModelSpec& m, int worldSize) {
     return badLayout(where + "attention tp (tp/dp_attn = " + std::to_string(l.attnTp()) +
                      ") does not divide " + std::to_string(m.heads) + " heads");
   }
+  if (l.denseTp > 0 && l.denseTp != 1 && l.denseTp != l.tp) {
+    return badLayout(where + "dense_tp=" + std::to_string(l.denseTp) +
+                     ": want 1 (--moe-dense-tp-size 1) or the engine's tp");
+  }
   ModelInventory inv = representative(m);
   for (const auto& t : inv.tensors) {
-    int size = l.tp;
-    const char* group = "tp";
-    if (t.kind == TensorKind::kRoutedExpert) {
-      size = l.moeTp();
-      group = "tp/ep";
-    } else if (t.dpAttnReplicated) {
-      size = l.attnTp();
-      group = "tp/dp_attn";
-    }
-    TIDE_RETURN_IF_ERROR(checkSplit(t, size, group).withContext(where.substr(0, where.size() - 2)));
+    InferSplit sp = inferSplit(t, l);
+    TIDE_RETURN_IF_ERROR(
+        checkSplit(t, sp.size, sp.group).withContext(where.substr(0, where.size() - 2)));
   }
   return Status::ok();
 }
@@ -336,13 +366,10 @@ std::vector<Shard> inferShards(const ModelInventory& inv, const InferLayout& l, 
   for (size_t i = 0; i < inv.tensors.size(); ++i) {
     const TensorSpec& t = inv.tensors[i];
     if (!mine(t)) continue;
-    if (t.kind == TensorKind::kRoutedExpert) {
-      out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.moeTp, l.moeTp())});
-    } else if (t.dpAttnReplicated) {
-      out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.attnTp, l.attnTp())});
-    } else {
-      out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.local, l.tp)});
-    }
+    InferSplit sp = inferSplit(t, l);
+    // The rank inside the split's group: groups are contiguous blocks of
+    // ranks (an expert's MoE-TP group, a DP-attention group), or the engine.
+    out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.local % sp.size, sp.size)});
   }
   return out;
 }

@@ -22,8 +22,14 @@
 //    sets attention TP size = TP / DP when DP-attention is on);
 //  * routed experts split by EP over the engine: ep rank = local / (TP/EP),
 //    each expert further split over MoE-TP = TP/EP (rank local mod (TP/EP));
-//  * dense MLP, shared experts, embedding and lm_head: TP-split over the whole
-//    engine (SGLang's default without --enable-dp-lm-head / moe-dense-tp);
+//  * embedding: TP-split over the whole engine, but replicated on every rank
+//    with DP-attention (dp_attn > 1; SGLang builds it with enable_tp = not
+//    DP-attention);
+//  * lm_head: TP-split over the engine, or over the DP-attention group with
+//    dp_lm_head=1 (--enable-dp-lm-head);
+//  * dense MLP: TP-split over the engine, or replicated with dense_tp=1
+//    (--moe-dense-tp-size 1);
+//  * shared experts: TP-split over the whole engine;
 //  * norms and router: replicated.
 // Every engine holds a full copy of the model.
 
@@ -52,12 +58,22 @@ struct TrainLayout {
 
 struct InferLayout {
   int engines = 1, tp = 1, ep = 1, dpAttn = 1;
+  bool dpLmHead = false;  // lm_head split over the DP-attention group
+  int denseTp = 0;        // TP of the dense MLP: 1, or 0 = the engine's tp
 
   int worldSize() const { return engines * tp; }
   int attnTp() const { return tp / dpAttn; }
   int moeTp() const { return tp / ep; }
   std::string toString() const;
 };
+
+// How an inference engine splits a tensor: `size` ranks each hold 1/size of
+// it (1 = whole on every rank), the group of that split named for errors.
+struct InferSplit {
+  int size = 1;
+  const char* group = "tp";
+};
+InferSplit inferSplit(const TensorSpec& t, const InferLayout& l);
 
 struct TrainCoord {
   int tp = 0, cp = 0, dp = 0, pp = 0;  // dense coordinates
@@ -72,7 +88,8 @@ struct InferCoord {
 
 // "tp=8,pp=8,cp=4,ep=32[,etp=1][,dp=1][,stages=8:8:8:8:8:8:8:5]"; missing keys are 1.
 Result<TrainLayout> parseTrainLayout(std::string_view text);
-// "engines=8,tp=32,ep=32,dp_attn=8"; missing keys are 1.
+// "engines=8,tp=32,ep=32,dp_attn=8[,dp_lm_head=1][,dense_tp=1]"; missing keys
+// are 1 (dp_lm_head: 0, dense_tp: the engine's tp).
 Result<InferLayout> parseInferLayout(std::string_view text);
 
 // Rejects with the reason: EP not dividing experts, TP not dividing heads or

@@ -47,6 +47,10 @@ TEST(Layout, RejectsWithReason) {
   EXPECT_FALSE(parseTrainLayout("tp=8,tp=4").isOk());
   EXPECT_FALSE(parseTrainLayout("tp").isOk());
   EXPECT_FALSE(parseInferLayout("engines=2,tp=-1").isOk());
+  EXPECT_FALSE(parseInferLayout("tp=8,dp_lm_head=2").isOk());
+  EXPECT_FALSE(
+      validate(orThrow(parseInferLayout("tp=8,dense_tp=4")), orThrow(loadModel("tiny-moe")), 8)
+          .isOk());
   auto inf = orThrow(parseInferLayout("tp=32,ep=32,dp_attn=3"));
   EXPECT_FALSE(validate(inf, m).isOk());
 }
@@ -78,21 +82,39 @@ TEST(Layout, TrainShardsCoverEveryTensorOnce) {
 }
 
 TEST(Layout, InferShardsDpAttention) {
+  // SGLang with DP-attention: attention split over tp/dp_attn (one copy per
+  // DP group), the embedding whole on every rank; --enable-dp-lm-head splits
+  // the lm_head like attention, --moe-dense-tp-size 1 keeps dense MLPs whole.
   auto m = orThrow(loadModel("tiny-moe"));
   ModelInventory inv = buildInventory(m);
-  auto l = orThrow(parseInferLayout("engines=2,tp=8,ep=8,dp_attn=2"));
-  ASSERT_TRUE(validate(l, m, 16).isOk()) << validate(l, m, 16).toString();
-  auto v = ownedVolume(l.worldSize(), [&](int r) { return inferShards(inv, l, r); });
-  for (uint32_t t = 0; t < inv.tensors.size(); ++t) {
-    const auto& ts = inv.tensors[t];
-    uint64_t copies = static_cast<uint64_t>(l.engines);
-    if (ts.tp == TpSplit::kReplicated && ts.kind != TensorKind::kRoutedExpert) {
-      copies *= ts.dpAttnReplicated ? l.tp : l.tp;
-    } else if (ts.dpAttnReplicated) {
-      copies *= l.dpAttn;
+  for (bool flags : {false, true}) {
+    auto l =
+        orThrow(parseInferLayout(flags ? "engines=2,tp=8,ep=8,dp_attn=2,dp_lm_head=1,dense_tp=1"
+                                       : "engines=2,tp=8,ep=8,dp_attn=2"));
+    ASSERT_TRUE(validate(l, m, 16).isOk()) << validate(l, m, 16).toString();
+    auto v = ownedVolume(l.worldSize(), [&](int r) { return inferShards(inv, l, r); });
+    int denseMlps = 0;
+    for (uint32_t t = 0; t < inv.tensors.size(); ++t) {
+      const auto& ts = inv.tensors[t];
+      uint64_t perEngine = 1;
+      if (ts.kind == TensorKind::kRoutedExpert) {
+        perEngine = 1;
+      } else if (ts.tp == TpSplit::kReplicated || ts.kind == TensorKind::kEmbedding) {
+        perEngine = 8;
+      } else if (ts.dpAttnReplicated || (flags && ts.kind == TensorKind::kLmHead)) {
+        perEngine = 2;
+      } else if (flags && ts.kind == TensorKind::kDenseMlp) {
+        perEngine = 8;
+        ++denseMlps;
+      }
+      EXPECT_EQ(v[t], ts.numel() * 2 * perEngine) << ts.name << (flags ? " (flags)" : "");
     }
-    EXPECT_EQ(v[t], ts.numel() * copies) << ts.name;
+    if (flags) {
+      EXPECT_GT(denseMlps, 0);
+    }
   }
+  EXPECT_EQ(orThrow(parseInferLayout("tp=8,dp_attn=2,dp_lm_head=1,dense_tp=1")).toString(),
+            "engines=1,tp=8,ep=1,dp_attn=2,dp_lm_head=1,dense_tp=1");
   // q_b_proj splits by whole heads over tp/dp_attn = 4 ranks.
   auto q = inv.find("model.layers.1.self_attn.q_b_proj.weight");
   ASSERT_GE(q, 0);
