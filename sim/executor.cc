@@ -14,17 +14,23 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
 
+enum class TimerKind : uint8_t {
+  kEnd,        // a delay ends
+  kStartFlow,  // a flow's latency has elapsed: the flow begins
+  kRetry,      // a task polling a held lock tries again
+};
+
 struct Timer {
   double t;
   TaskId task;
-  bool startsFlow;  // latency elapsed: the flow begins; else the delay ends
+  TimerKind kind;
   uint64_t seq;
   bool operator>(const Timer& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
 class Runner {
  public:
-  Runner(WorkGraph& g, FlowSolver& s) : g_(g), s_(s), locks_(g.lockCount()) {
+  Runner(WorkGraph& g, FlowSolver& s) : g_(g), s_(s), locks_(g.locks().size()) {
     starts_.assign(g.tasks().size(), 0.0);
     ends_.assign(g.tasks().size(), 0.0);
     enabler_.assign(g.tasks().size(), kNoTask);
@@ -47,10 +53,16 @@ class Runner {
       while (!timers_.empty() && timers_.top().t <= now) {
         Timer tm = timers_.top();
         timers_.pop();
-        if (tm.startsFlow) {
-          startFlow(tm.task, now);
-        } else {
-          complete(tm.task, now);
+        switch (tm.kind) {
+          case TimerKind::kStartFlow:
+            startFlow(tm.task, now);
+            break;
+          case TimerKind::kRetry:
+            ready(tm.task, now);
+            break;
+          case TimerKind::kEnd:
+            complete(tm.task, now);
+            break;
         }
       }
       for (FlowId f : s_.popCompleted(now)) complete(flowTask_[f], now);
@@ -80,11 +92,21 @@ class Runner {
     Task& t = g_.tasks()[id];
     if (t.acquire >= 0) {
       Lock& l = locks_[t.acquire];
+      double poll = g_.locks()[t.acquire].pollSeconds;
       if (l.held) {
-        l.waiters.push_back(id);
+        if (poll > 0) {
+          timers_.push({now + poll, id, TimerKind::kRetry, seq_++});
+        } else {
+          l.waiters.push_back(id);
+        }
         return;
       }
       l.held = true;
+      // Taken on a poll after a release: the release is what it waited for.
+      if (l.lastRelease != kNoTask &&
+          (enabler_[id] == kNoTask || ends_[l.lastRelease] > ends_[enabler_[id]])) {
+        enabler_[id] = l.lastRelease;
+      }
     }
     begin(id, now);
   }
@@ -94,12 +116,12 @@ class Runner {
     starts_[id] = now;
     if (t.isFlow) {
       if (t.seconds > 0) {
-        timers_.push({now + t.seconds, id, true, seq_++});
+        timers_.push({now + t.seconds, id, TimerKind::kStartFlow, seq_++});
       } else {
         startFlow(id, now);
       }
     } else {
-      timers_.push({now + t.seconds, id, false, seq_++});
+      timers_.push({now + t.seconds, id, TimerKind::kEnd, seq_++});
     }
   }
 
@@ -121,6 +143,7 @@ class Runner {
     if (t.release >= 0) {
       Lock& l = locks_[t.release];
       l.held = false;
+      l.lastRelease = id;
       if (!l.waiters.empty()) {
         TaskId next = l.waiters.front();
         l.waiters.pop_front();
@@ -172,19 +195,26 @@ class Runner {
     }
   }
 
-  // Walks back from the last task through the tasks that made each ready;
-  // every task begins when its enabler ends, so the chain covers the
-  // makespan without gaps.
+  // Walks back from the last task through the tasks that made each ready.
+  // A task begins when its enabler ends, except one that took a polled lock:
+  // the time the lock sat free before its poll counts to the lock's stage,
+  // so the chain still covers the makespan.
   void buildCriticalPath() {
     const auto& tasks = g_.tasks();
     for (TaskId id = last_; id != kNoTask; id = enabler_[id]) {
-      res_.stages[tasks[id].stage].critical += ends_[id] - starts_[id];
+      const Task& t = tasks[id];
+      res_.stages[t.stage].critical += ends_[id] - starts_[id];
+      double wait = enabler_[id] == kNoTask ? 0 : starts_[id] - ends_[enabler_[id]];
+      if (wait > 0 && t.acquire >= 0) {
+        res_.stages[g_.locks()[t.acquire].pollStage].critical += wait;
+      }
     }
   }
 
   struct Lock {
     bool held = false;
-    std::deque<TaskId> waiters;
+    std::deque<TaskId> waiters;  // first-come locks only
+    TaskId lastRelease = kNoTask;
   };
 
   WorkGraph& g_;

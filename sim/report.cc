@@ -2,8 +2,18 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
 
 namespace tide::sim {
+namespace {
+
+std::string gb(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g GB", static_cast<double>(bytes) / 1e9);
+  return buf;
+}
+
+}  // namespace
 
 void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   std::printf("%s / %s: %.3f s  (lower bound %.3f s on %s; %.1f GB per inference rank)\n",
@@ -12,7 +22,7 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   std::printf("  %-14s %10s %10s %10s %10s %12s\n", "stage", "first_s", "last_s", "busy_s",
               "critical_s", "GB");
   for (const auto& s : r.stages) {
-    if (s.tasks == 0) continue;
+    if (s.tasks == 0 && s.critical == 0) continue;
     std::printf("  %-14s %10.3f %10.3f %10.3f %10.3f %12.2f\n", s.name.c_str(), s.first, s.last,
                 s.busy, s.critical, s.bytes / 1e9);
   }
@@ -32,7 +42,11 @@ void printScenarioInputs(const Scenario& sc) {
               sc.name.c_str(), sc.model.name.c_str(), sc.train.toString().c_str(), sc.trainNodes,
               sc.infer.toString().c_str(), sc.inferNodes);
   std::printf("cluster   %s\n", sc.cluster.toString().c_str());
-  std::printf("strategy  bucket %.3g GB, %s on the wire, %s, page %llu B\n", p.bucketBytes / 1e9,
+  std::string bucket = gb(p.bucketFor("broadcast"));
+  if (p.bucketFor("p2p") != p.bucketFor("broadcast")) {
+    bucket = "broadcast " + bucket + ", p2p " + gb(p.bucketFor("p2p"));
+  }
+  std::printf("strategy  bucket %s, %s on the wire, %s, page %llu B\n", bucket.c_str(),
               p.fp8Wire ? "fp8" : "bf16", p.firstUpdate ? "first update" : "not the first update",
               static_cast<unsigned long long>(p.pageBytes));
 }
@@ -61,6 +75,9 @@ nlohmann::json scenarioInputsJson(const Scenario& sc) {
             {"latency_seconds", c.fabric.latencySeconds}}},
           {"strategy",
            {{"bucket_bytes", p.bucketBytes},
+            {"broadcast_bucket_bytes", p.bucketFor("broadcast")},
+            {"p2p_bucket_bytes", p.bucketFor("p2p")},
+            {"lock_poll_seconds", p.lockPollSeconds},
             {"wire_dtype", p.fp8Wire ? "fp8" : "bf16"},
             {"first_update", p.firstUpdate},
             {"pipelined", p.pipelined},

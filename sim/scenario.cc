@@ -164,6 +164,8 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
     }
   }
   TIDE_RETURN_IF_ERROR(sizeField(f, "bucket", p.bucketBytes));
+  TIDE_RETURN_IF_ERROR(sizeField(f, "broadcast_bucket", p.broadcastBucketBytes));
+  TIDE_RETURN_IF_ERROR(sizeField(f, "p2p_bucket", p.p2pBucketBytes));
   // The wire carries what the engines serve unless told otherwise.
   std::string wire = fp8Model ? "fp8" : "bf16";
   TIDE_RETURN_IF_ERROR(f.getString("wire_dtype", wire, false));
@@ -175,6 +177,9 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
   p.fp8Wire = wire == "fp8";
   TIDE_RETURN_IF_ERROR(f.getBool("first_update", p.firstUpdate));
   TIDE_RETURN_IF_ERROR(f.getBool("pipelined", p.pipelined));
+  double pollMs = p.lockPollSeconds * 1e3;
+  TIDE_RETURN_IF_ERROR(nonNegative(f, "lock_poll_ms", pollMs));
+  p.lockPollSeconds = pollMs * 1e-3;
   TIDE_RETURN_IF_ERROR(sizeField(f, "page", p.pageBytes));
   TIDE_RETURN_IF_ERROR(f.getInt("channels", p.channels, 1024, false));
   TIDE_RETURN_IF_ERROR(sizeField(f, "chunk", p.chunkBytes));

@@ -19,6 +19,15 @@ namespace tide::sim {
 struct StrategyParams {
   std::vector<std::string> names{"broadcast", "p2p"};  // strategies to run
   uint64_t bucketBytes = 1000000000;                   // gathered bytes per bucket, training dtype
+  // A run of one strategy may set its own (the framework takes one buffer
+  // size per run); 0 = bucketBytes.
+  uint64_t broadcastBucketBytes = 0, p2pBucketBytes = 0;
+  uint64_t bucketFor(std::string_view strategy) const {
+    uint64_t own = strategy == "broadcast" ? broadcastBucketBytes
+                   : strategy == "p2p"     ? p2pBucketBytes
+                                           : 0;
+    return own > 0 ? own : bucketBytes;
+  }
   bool fp8Wire = true;               // FP8 (block scales) on the wire, else training dtype
   bool firstUpdate = false;          // include one-time memory registration
   uint64_t pageBytes = 4096;         // registration page size (4 KiB, or 2 MiB huge pages)
@@ -27,6 +36,10 @@ struct StrategyParams {
   // p2p: overlap gather, conversion, copies and writes across buckets (a
   // static-schedule design); false = one bucket at a time (the RL framework).
   bool pipelined = false;
+  // broadcast: a stage that finds the engines' update lock held sleeps this
+  // long and tries again (the RL framework's time.sleep(0.1)); 0 = the lock
+  // passes first-come to the next waiting stage.
+  double lockPollSeconds = 0.1;
   int maxSimBuckets = 64;  // buckets per stage kept distinct; more are merged
 };
 

@@ -27,7 +27,7 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
 
 Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy) {
   ModelShares shares = computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire,
-                                     static_cast<double>(sc.strategy.bucketBytes));
+                                     static_cast<double>(sc.strategy.bucketFor(strategy)));
   FlowSolver solver;
   Topology topo(sc.cluster, sc.trainNodes + sc.inferNodes, solver);
   WorkGraph g;

@@ -295,7 +295,8 @@ void buildBroadcast(Ctx& x, TaskId start) {
   uint16_t sCall = x.g.stageId("engine_call");
   uint16_t sBcast = x.g.stageId("broadcast");
   uint16_t sLoad = x.g.stageId("engine_load");
-  int32_t lock = x.g.addLock();
+  double poll = x.sc.strategy.lockPollSeconds;
+  int32_t lock = x.g.addLock(poll, poll > 0 ? x.g.stageId("lock_poll") : 0);
   std::vector<int> receivers;
   for (int i = 0; i < x.sc.infer.worldSize(); ++i) receivers.push_back(x.inferBase + i);
   TaskId done = inPhases(x, start, [&](int s, const StageBytes& sb, TaskId after) {

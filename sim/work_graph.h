@@ -2,7 +2,9 @@
 // The simulator's executable form of a transfer plan: a DAG of tasks. A task
 // is either a flow (bytes over a path of solver links, after a fixed
 // latency) or a delay (a fixed time on a rank). Tasks may take and release a
-// FIFO lock, which models a server that handles one request at a time.
+// lock, which models a server that handles one request at a time: handed
+// first-come to the next waiter, or taken by polling (a client that finds it
+// held sleeps a fixed period and tries again, so the lock can sit free).
 
 #include <cstdint>
 #include <string>
@@ -52,19 +54,29 @@ class WorkGraph {
   // A zero-time task that only joins dependencies.
   TaskId addJoin();
   void dep(TaskId before, TaskId after);
-  int32_t addLock() { return locks_++; }
+  // pollSeconds 0: the lock passes to its oldest waiter on release. Else a
+  // waiter tries again every pollSeconds; the time the lock sits free before
+  // a poll takes it counts, on the critical path, to stage `pollStage`.
+  int32_t addLock(double pollSeconds = 0, uint16_t pollStage = 0) {
+    locks_.push_back({pollSeconds, pollStage});
+    return static_cast<int32_t>(locks_.size() - 1);
+  }
+  struct LockSpec {
+    double pollSeconds = 0;
+    uint16_t pollStage = 0;
+  };
 
   std::vector<Task>& tasks() { return tasks_; }
   const std::vector<Task>& tasks() const { return tasks_; }
   const std::vector<std::vector<LinkId>>& paths() const { return paths_; }
   const std::vector<std::string>& stageNames() const { return stageNames_; }
-  int32_t lockCount() const { return locks_; }
+  const std::vector<LockSpec>& locks() const { return locks_; }
 
  private:
   std::vector<Task> tasks_;
   std::vector<std::vector<LinkId>> paths_;
   std::vector<std::string> stageNames_;
-  int32_t locks_ = 0;
+  std::vector<LockSpec> locks_;
 };
 
 }  // namespace tide::sim

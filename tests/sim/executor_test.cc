@@ -84,6 +84,42 @@ TEST(Executor, CriticalPathThroughALockWaiterAndAFlowLatency) {
   EXPECT_DOUBLE_EQ(r->stages[sf].critical, 1.5);
 }
 
+TEST(Executor, PolledLockSitsFreeUntilTheNextPollAndTheHolderCanRetakeIt) {
+  // Chain A: a1 (2 s, under the lock), then 0.5 s of work, then a2 (1 s,
+  // under the lock). B (1 s) wants the lock at t=0.1 and polls every 1 s:
+  // it tries at 0.1 (held), 1.1 (held), 2.1 (free since 2.0, but A's a2 is
+  // only ready at 2.5) and takes it: 2.1-3.1. a2 then polls at 2.5 (held)
+  // and 3.5: 3.5-4.5. First-come, B would take the lock at 2.0 and a2 at
+  // 3.0, ending at 4.0.
+  for (double poll : {0.0, 1.0}) {
+    FlowSolver s;
+    WorkGraph g;
+    auto sa = g.stageId("a"), sw = g.stageId("work"), sb = g.stageId("b");
+    auto sp = g.stageId("poll");
+    int32_t lock = g.addLock(poll, sp);
+    TaskId a1 = underLock(g, g.addDelay(2.0, 0, sa), lock);
+    TaskId work = g.addDelay(0.5, 0, sw);
+    TaskId a2 = underLock(g, g.addDelay(1.0, 0, sa), lock);
+    g.dep(a1, work);
+    g.dep(work, a2);
+    TaskId wake = g.addDelay(0.1, 1, sw);
+    g.dep(wake, underLock(g, g.addDelay(1.0, 1, sb), lock));
+    auto r = execute(g, s);
+    ASSERT_TRUE(r.isOk());
+    if (poll == 0) {
+      EXPECT_DOUBLE_EQ(r->makespan, 4.0);
+      EXPECT_DOUBLE_EQ(r->stages[sp].critical, 0.0);
+      continue;
+    }
+    EXPECT_DOUBLE_EQ(r->makespan, 4.5);
+    // The path: a1 2 s, free 0.1 s, b 1 s, free 0.4 s, a2 1 s.
+    EXPECT_DOUBLE_EQ(r->stages[sa].critical, 3.0);
+    EXPECT_DOUBLE_EQ(r->stages[sb].critical, 1.0);
+    EXPECT_NEAR(r->stages[sp].critical, 0.5, 1e-12);
+    EXPECT_DOUBLE_EQ(r->stages[sw].critical, 0.0);
+  }
+}
+
 TEST(Executor, ParallelFlowsShareALink) {
   FlowSolver s;
   WorkGraph g;

@@ -1,0 +1,140 @@
+// Scenario files: presets, labelled published figures, defaults and the
+// errors bad input gets.
+
+#include "sim/scenario.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/sim/small_scenario.h"
+
+namespace tide::sim {
+namespace {
+
+TEST(Scenario, ClusterPresetWithOverrides) {
+  std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
+  size_t from = t.find("[cluster]"), to = t.find("[strategy]");
+  t.replace(from, to - from, "[cluster]\npreset = \"h800-roce\"\nnic = \"40GB/s\"\n");
+  Scenario sc = load(t);
+  EXPECT_DOUBLE_EQ(sc.cluster.nicBps, 40e9);      // overridden
+  EXPECT_DOUBLE_EQ(sc.cluster.nvlinkBps, 160e9);  // from the preset
+  EXPECT_EQ(sc.cluster.gpusPerNode, 8);
+  std::string bad = t;
+  bad.replace(bad.find("h800-roce"), 9, "no-such-cluster");
+  auto r = parseScenario(bad, "t");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("preset"), std::string::npos) << r.status().toString();
+}
+
+TEST(Scenario, RejectsUnknownKeysWrongTypesAndInconsistentValues) {
+  const std::string ok = scenarioText("engines=2,tp=8,ep=8", 2);
+  auto rejects = [&](const std::string& from, const std::string& to, const std::string& why) {
+    std::string t = ok;
+    size_t at = t.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    t.replace(at, from.size(), to);
+    auto r = parseScenario(t, "f.toml");
+    ASSERT_FALSE(r.isOk()) << to;
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().toString();
+    EXPECT_NE(r.status().message().find("f.toml"), std::string::npos) << r.status().toString();
+  };
+  rejects("bucket = ", "bucket_size = ", "'bucket_size' is not a known key");
+  rejects("[strategy]", "[strategey]", "'strategey' is not a known key");
+  rejects("nodes = 2\n[infer]", "nodes = \"2\"\n[infer]", "'nodes' must be an integer");
+  rejects("nodes = 2\n[infer]", "nodes = 3\n[infer]", "fill 2 node(s)");
+  rejects("nodes = 2\n[infer]", "nodes = 1\n[infer]", "fill 2 node(s)");
+  rejects("nic = \"47.5GB/s\"", "nic = 47.5", "must be a rate");
+  rejects("nic = \"47.5GB/s\"", "nic = \"47.5GB\"", "unknown rate unit");
+  rejects("bucket = \"1GB\"", "bucket = \"0B\"", "must be positive");
+  rejects("wire_dtype = \"bf16\"", "wire_dtype = \"fp8\"", "model serves bf16");
+  rejects("zoo = \"qwen3-30b-a3b\"", "zoo = \"qwen3-30b-a3b\"\nlayers = 30",
+          "cannot be set for a zoo model");
+  rejects("[strategy]", "[published]\nbrodcast = 3\n[strategy]", "'brodcast' is not a known key");
+  rejects("[strategy]", "[published]\nbroadcast_ = 3\n[strategy]",
+          "'broadcast_' is not a known key");
+  rejects("[strategy]", "[published]\nbroadcast_rfc = 0\n[strategy]", "must be seconds > 0");
+  rejects("[strategy]", "[strategy]\nnames = [\"p2p-x\"]", "unknown strategy 'p2p-x'");
+  rejects("[strategy]", "[strategy]\nfirst_update = \"yes\"", "must be true or false");
+  rejects("gpus_per_node = 8", "gpus_per_node = 8\nnodes_per_leaf = -1", "must not be negative");
+  rejects("layout = \"tp=4,pp=2,ep=8,dp=2\"", "", "'layout' is missing");
+  rejects("layout = \"tp=4,pp=2,ep=8,dp=2\"", "layout = \"tp=4,pp=2,ep=7,dp=2\"", "[train]");
+  // b is bits, B is bytes: 380 Gb/s is the 47.5 GB/s of the default text.
+  std::string bits = ok;
+  bits.replace(bits.find("\"47.5GB/s\""), 10, "\"380Gb/s\"");
+  auto r = parseScenario(bits, "f.toml");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_DOUBLE_EQ(r->cluster.nicBps, 47.5e9);
+}
+
+TEST(Scenario, PublishedFiguresCarryALabelBesideThePrimaryOne) {
+  Scenario sc = load(scenarioText(
+      "engines=2,tp=8,ep=8", 2, "[published]\nbroadcast = 5.0\nbroadcast_rfc = 4.0\np2p = 2.0\n"));
+  ASSERT_EQ(sc.published.size(), 3u);
+  int primary = 0;
+  for (const auto& p : sc.published) {
+    if (p.label.empty()) {
+      ++primary;
+      EXPECT_EQ(p.seconds, p.strategy == "broadcast" ? 5.0 : 2.0);
+    } else {
+      EXPECT_EQ(p.strategy, "broadcast");
+      EXPECT_EQ(p.label, "rfc");
+      EXPECT_EQ(p.seconds, 4.0);
+    }
+  }
+  EXPECT_EQ(primary, 2);
+}
+
+TEST(Scenario, EachStrategysRunMayHaveItsOwnBucketAndTheLockPollsByDefault) {
+  Scenario one = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  EXPECT_EQ(one.strategy.bucketFor("broadcast"), 1000000000u);
+  EXPECT_EQ(one.strategy.bucketFor("p2p"), 1000000000u);
+  EXPECT_DOUBLE_EQ(one.strategy.lockPollSeconds, 0.1);  // the framework's time.sleep(0.1)
+  Scenario own = load(
+      scenarioText("engines=2,tp=8,ep=8", 2, "broadcast_bucket = \"4GiB\"\nlock_poll_ms = 0\n"));
+  EXPECT_EQ(own.strategy.bucketFor("broadcast"), 4ull << 30);
+  EXPECT_EQ(own.strategy.bucketFor("p2p"), 1000000000u);
+  EXPECT_DOUBLE_EQ(own.strategy.lockPollSeconds, 0.0);
+  auto neg = parseScenario(scenarioText("engines=2,tp=8,ep=8", 2, "lock_poll_ms = -1\n"), "t");
+  ASSERT_FALSE(neg.isOk());
+  EXPECT_NE(neg.status().message().find("lock_poll_ms"), std::string::npos);
+  auto zero = parseScenario(scenarioText("engines=2,tp=8,ep=8", 2, "p2p_bucket = 0\n"), "t");
+  EXPECT_FALSE(zero.isOk());
+}
+
+TEST(Scenario, WireDtypeDefaultsToWhatTheModelServes) {
+  std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
+  t.erase(t.find("wire_dtype"), std::string("wire_dtype = \"bf16\"\n").size());
+  auto bf16 = parseScenario(t, "t");
+  ASSERT_TRUE(bf16.isOk()) << bf16.status().toString();
+  EXPECT_FALSE(bf16->strategy.fp8Wire);
+  t.replace(t.find("qwen3-30b-a3b"), 13, "tiny-moe");
+  t.replace(t.find("tp=4,pp=2,ep=8,dp=2"), 19, "tp=2,pp=2,ep=2,dp=4");
+  t.replace(t.find("engines=2,tp=8,ep=8"), 19, "engines=8,tp=2,ep=2");
+  auto fp8 = parseScenario(t, "t");
+  ASSERT_TRUE(fp8.isOk()) << fp8.status().toString();
+  EXPECT_TRUE(fp8->strategy.fp8Wire);
+}
+
+TEST(Scenario, RejectsBadInput) {
+  auto says = [](const std::string& text, const std::string& what) {
+    auto r = parseScenario(text, "t");
+    ASSERT_FALSE(r.isOk()) << text;
+    EXPECT_NE(r.status().message().find(what), std::string::npos) << r.status().toString();
+  };
+  says("name = \"x\"\n[train]\nlayout = \"tp=1\"\n", "missing [model]");
+  says("name = 1\n", "'name' must be a string");
+  says("strategy = \"p2p\"\n", "'strategy' must be a table [strategy]");
+  EXPECT_FALSE(parseScenario("[[[", "t").isOk());
+  // More inference GPUs than the given nodes hold.
+  says(scenarioText("engines=4,tp=8,ep=8", 2), "fill 4 node(s)");
+  // Unknown strategy.
+  std::string s = scenarioText("engines=2,tp=8,ep=8", 2);
+  s.replace(s.find("bucket"), 0, "names = [\"smoke\"]\n");
+  EXPECT_FALSE(parseScenario(s, "t").isOk());
+  // Missing NIC figure.
+  std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
+  t.replace(t.find("nic = "), std::string("nic = \"47.5GB/s\"").size(), "");
+  EXPECT_FALSE(parseScenario(t, "t").isOk());
+}
+
+}  // namespace
+}  // namespace tide::sim
