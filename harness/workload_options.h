@@ -22,7 +22,7 @@ struct WorkloadOptions {
   std::string model = "kimi-k2";
   int scale = 1;
   std::string train = "tp=8,pp=8,cp=4,ep=32";
-  std::string infer = "engines=8,tp=32,ep=32,dp_attn=8";
+  std::string infer = "engines=8,tp=32,ep=32,dp_attn=8,dp_lm_head=1,dense_tp=1";
   std::string cluster = "h100-ib-8x400";
   std::string strategy = "p2p";
   std::string strategyHelp = "broadcast | p2p";  // what addTo() says --strategy takes

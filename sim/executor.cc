@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <queue>
+#include <random>
 
 #include "engine/core/clock.h"
 
@@ -13,6 +15,7 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
+constexpr uint64_t kPollSeed = 1;  // any fixed seed: runs must repeat
 
 enum class TimerKind : uint8_t {
   kEnd,        // a delay ends
@@ -30,7 +33,8 @@ struct Timer {
 
 class Runner {
  public:
-  Runner(WorkGraph& g, FlowSolver& s) : g_(g), s_(s), locks_(g.locks().size()) {
+  Runner(WorkGraph& g, FlowSolver& s, PollResidual residual)
+      : g_(g), s_(s), residual_(std::move(residual)), locks_(g.locks().size()) {
     starts_.assign(g.tasks().size(), 0.0);
     ends_.assign(g.tasks().size(), 0.0);
     enabler_.assign(g.tasks().size(), kNoTask);
@@ -92,13 +96,10 @@ class Runner {
     Task& t = g_.tasks()[id];
     if (t.acquire >= 0) {
       Lock& l = locks_[t.acquire];
-      double poll = g_.locks()[t.acquire].pollSeconds;
       if (l.held) {
-        if (poll > 0) {
-          timers_.push({now + poll, id, TimerKind::kRetry, seq_++});
-        } else {
-          l.waiters.push_back(id);
-        }
+        // A poller sleeps on; its next try is armed when the lock is released
+        // (a lock never released then leaves no timer, and the stall shows).
+        l.waiters.push_back(id);
         return;
       }
       l.held = true;
@@ -144,7 +145,13 @@ class Runner {
       Lock& l = locks_[t.release];
       l.held = false;
       l.lastRelease = id;
-      if (!l.waiters.empty()) {
+      if (double poll = g_.locks()[t.release].pollSeconds; poll > 0) {
+        // Each sleeping poller tries again when its current sleep ends.
+        for (TaskId w : l.waiters) {
+          timers_.push({now + residual_() * poll, w, TimerKind::kRetry, seq_++});
+        }
+        l.waiters.clear();
+      } else if (!l.waiters.empty()) {
         TaskId next = l.waiters.front();
         l.waiters.pop_front();
         l.held = true;
@@ -213,12 +220,13 @@ class Runner {
 
   struct Lock {
     bool held = false;
-    std::deque<TaskId> waiters;  // first-come locks only
+    std::deque<TaskId> waiters;  // in arrival order; a polled lock's sleepers
     TaskId lastRelease = kNoTask;
   };
 
   WorkGraph& g_;
   FlowSolver& s_;
+  PollResidual residual_;
   std::vector<Lock> locks_;
   std::vector<double> starts_, ends_;
   std::vector<TaskId> enabler_;  // the task whose end made this one ready
@@ -232,8 +240,12 @@ class Runner {
 
 }  // namespace
 
-Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver) {
-  return Runner(graph, solver).run();
+Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver, PollResidual residual) {
+  if (!residual) {
+    auto rng = std::make_shared<std::mt19937_64>(kPollSeed);
+    residual = [rng] { return std::uniform_real_distribution<double>(0.0, 1.0)(*rng); };
+  }
+  return Runner(graph, solver, std::move(residual)).run();
 }
 
 }  // namespace tide::sim

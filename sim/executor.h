@@ -4,6 +4,7 @@
 // once per event time.
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -48,8 +49,16 @@ struct ExecResult {
   double eventsPerSecond() const { return wallSeconds > 0 ? tasksRun / wallSeconds : 0; }
 };
 
+// When a polled lock is released, how much of its period each sleeping
+// waiter still sleeps, as a fraction in [0, 1). The waiters' sleeps drift
+// against each other and against the holder's work (each try is a remote
+// call of varying latency), so the default draws it uniformly from a
+// generator with a fixed seed: runs repeat exactly.
+using PollResidual = std::function<double()>;
+
 // Fails when the graph cannot finish (a dependency cycle or a lock never
 // released) or a flow can never progress (a zero-capacity link).
-[[nodiscard]] Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver);
+[[nodiscard]] Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver,
+                                         PollResidual residual = {});
 
 }  // namespace tide::sim

@@ -74,8 +74,7 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
     // Fraction of the tensor one inference rank holds (averaged over ranks;
     // the layouts split evenly).
     bool expert = t.kind == workloads::TensorKind::kRoutedExpert;
-    // A routed expert: E/EP experts per rank, each split over TP/EP.
-    double frac = expert ? 1.0 / infer.tp : 1.0 / workloads::inferSplit(t, infer).size;
+    double frac = workloads::inferFraction(t, infer);
     StageBytes s;
     s.train = tb;
     if (expert) s.trainExpert = tb;

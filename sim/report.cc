@@ -22,7 +22,14 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   std::printf("  %-14s %10s %10s %10s %10s %12s\n", "stage", "first_s", "last_s", "busy_s",
               "critical_s", "GB");
   for (const auto& s : r.stages) {
-    if (s.tasks == 0 && s.critical == 0) continue;
+    if (s.tasks == 0) {
+      // A wait with no task of its own (a polled lock sitting free).
+      if (s.critical > 0) {
+        std::printf("  %-14s %10s %10s %10s %10.3f %12s\n", s.name.c_str(), "-", "-", "-",
+                    s.critical, "-");
+      }
+      continue;
+    }
     std::printf("  %-14s %10.3f %10.3f %10.3f %10.3f %12.2f\n", s.name.c_str(), s.first, s.last,
                 s.busy, s.critical, s.bytes / 1e9);
   }

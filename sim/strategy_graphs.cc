@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sim/fp8_pass.h"
 
@@ -47,8 +48,9 @@ struct Ctx {
   const Topology& topo;
   WorkGraph& g;
   int channels = 1;
-  int inferBase = 0;  // GPU id of inference rank 0
-  double k = 1;       // merge factor
+  int inferBase = 0;   // GPU id of inference rank 0
+  double k = 1;        // merge factor
+  int maxBuckets = 0;  // simulated buckets per stage and phase, at most
   // Which update phase is being built: the non-expert weights (TP-gathered
   // one by one) or, after a barrier of all ranks, the routed experts
   // (EP-gathered by bucket).
@@ -223,7 +225,7 @@ int realBuckets(const StageBytes& sb) {
 // simulated bucket each, the per-bucket fixed costs scaled by the factor.
 int stageBuckets(Ctx& x, const StageBytes& sb) {
   int real = realBuckets(sb);
-  int nb = std::min(real, x.sc.strategy.maxSimBuckets);
+  int nb = std::min(real, x.maxBuckets);
   x.k = static_cast<double>(real) / nb;
   return nb;
 }
@@ -296,7 +298,7 @@ void buildBroadcast(Ctx& x, TaskId start) {
   uint16_t sBcast = x.g.stageId("broadcast");
   uint16_t sLoad = x.g.stageId("engine_load");
   double poll = x.sc.strategy.lockPollSeconds;
-  int32_t lock = x.g.addLock(poll, poll > 0 ? x.g.stageId("lock_poll") : 0);
+  int32_t lock = poll > 0 ? x.g.addPolledLock(poll, x.g.stageId("lock_poll")) : x.g.addLock();
   std::vector<int> receivers;
   for (int i = 0; i < x.sc.infer.worldSize(); ++i) receivers.push_back(x.inferBase + i);
   TaskId done = inPhases(x, start, [&](int s, const StageBytes& sb, TaskId after) {
@@ -533,6 +535,11 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
                                      WorkGraph& g) {
   Ctx x{sc, shares, topo, g};
   x.channels = sc.strategy.channels > 0 ? sc.strategy.channels : sc.cluster.nicsPerNode;
+  // Merging buckets would hand a polled engine lock over once per merged
+  // bucket, with its gathers between handoffs k times as long: the
+  // broadcast keeps every bucket when the stages poll.
+  bool exact = strategy == "broadcast" && sc.strategy.lockPollSeconds > 0;
+  x.maxBuckets = exact ? std::numeric_limits<int>::max() : sc.strategy.maxSimBuckets;
   x.inferBase = sc.trainNodes * sc.cluster.gpusPerNode;
   GraphInfo info;
   for (int s = 0; s < sc.train.pp; ++s) {
@@ -541,8 +548,8 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
       if (phase[s].train <= 0) continue;
       int r = realBuckets(phase[s]);
       real += r;
-      info.mergeFactor = std::max(info.mergeFactor,
-                                  static_cast<double>(r) / std::min(r, sc.strategy.maxSimBuckets));
+      info.mergeFactor =
+          std::max(info.mergeFactor, static_cast<double>(r) / std::min(r, x.maxBuckets));
     }
     info.bucketsPerStage = std::max(info.bucketsPerStage, real);
   }

@@ -54,10 +54,12 @@ class WorkGraph {
   // A zero-time task that only joins dependencies.
   TaskId addJoin();
   void dep(TaskId before, TaskId after);
-  // pollSeconds 0: the lock passes to its oldest waiter on release. Else a
-  // waiter tries again every pollSeconds; the time the lock sits free before
-  // a poll takes it counts, on the critical path, to stage `pollStage`.
-  int32_t addLock(double pollSeconds = 0, uint16_t pollStage = 0) {
+  // A lock that passes to its oldest waiter on release.
+  int32_t addLock() { return addPolledLock(0, 0); }
+  // A lock whose waiters try again every pollSeconds (> 0) from their first
+  // try; the time it sits free before a poll takes it counts, on the
+  // critical path, to stage `pollStage`.
+  int32_t addPolledLock(double pollSeconds, uint16_t pollStage) {
     locks_.push_back({pollSeconds, pollStage});
     return static_cast<int32_t>(locks_.size() - 1);
   }

@@ -44,10 +44,9 @@ Result<std::map<std::string, std::string>> parseKv(std::string_view text,
   return kv;
 }
 
-Result<int> parseDegree(const std::map<std::string, std::string>& kv, const std::string& key,
-                        int missing = 1) {
+Result<int> parseDegree(const std::map<std::string, std::string>& kv, const std::string& key) {
   auto it = kv.find(key);
-  if (it == kv.end()) return missing;
+  if (it == kv.end()) return 1;
   auto v = parseCount(it->second);
   if (!v.isOk() || *v == 0 || *v > (1u << 20)) {
     return badLayout("'" + key + "=" + it->second + "': must be an integer in 1..1048576");
@@ -98,7 +97,7 @@ std::string InferLayout::toString() const {
   std::string s = "engines=" + std::to_string(engines) + ",tp=" + std::to_string(tp) +
                   ",ep=" + std::to_string(ep) + ",dp_attn=" + std::to_string(dpAttn);
   if (dpLmHead) s += ",dp_lm_head=1";
-  if (denseTp > 0) s += ",dense_tp=" + std::to_string(denseTp);
+  if (denseWhole) s += ",dense_tp=1";
   return s;
 }
 
@@ -114,13 +113,18 @@ InferSplit inferSplit(const TensorSpec& t, const InferLayout& l) {
       if (l.dpLmHead) return {l.attnTp(), "tp/dp_attn"};
       break;
     case TensorKind::kDenseMlp:
-      if (l.denseTp > 0) return {l.denseTp, "dense_tp"};
+      if (l.denseWhole) return {1, "dense_tp"};
       break;
     default:
       if (t.dpAttnReplicated) return {l.attnTp(), "tp/dp_attn"};
       break;
   }
   return {l.tp, "tp"};
+}
+
+double inferFraction(const TensorSpec& t, const InferLayout& l) {
+  if (t.kind == TensorKind::kRoutedExpert) return 1.0 / l.tp;
+  return 1.0 / inferSplit(t, l).size;
 }
 
 Result<TrainLayout> parseTrainLayout(std::string_view text) {
@@ -165,7 +169,13 @@ Result<InferLayout> parseInferLayout(std::string_view text) {
     }
     l.dpLmHead = it->second == "1";
   }
-  TIDE_ASSIGN_OR_RETURN(l.denseTp, parseDegree(kv, "dense_tp", 0));
+  if (auto it = kv.find("dense_tp"); it != kv.end()) {
+    if (it->second != "1") {
+      return badLayout("'dense_tp=" + it->second +
+                       "': want 1 (--moe-dense-tp-size 1), or leave it out for the engine's tp");
+    }
+    l.denseWhole = true;
+  }
   return l;
 }
 
@@ -267,9 +277,8 @@ Status validate(const InferLayout& l, const ModelSpec& m, int worldSize) {
     return badLayout(where + "attention tp (tp/dp_attn = " + std::to_string(l.attnTp()) +
                      ") does not divide " + std::to_string(m.heads) + " heads");
   }
-  if (l.denseTp > 0 && l.denseTp != 1 && l.denseTp != l.tp) {
-    return badLayout(where + "dense_tp=" + std::to_string(l.denseTp) +
-                     ": want 1 (--moe-dense-tp-size 1) or the engine's tp");
+  if (l.denseWhole && !m.isMoe()) {
+    return badLayout(where + "dense_tp=1 (--moe-dense-tp-size) is for the dense layers of a MoE");
   }
   ModelInventory inv = representative(m);
   for (const auto& t : inv.tensors) {
@@ -297,10 +306,7 @@ InferCoord inferCoord(const InferLayout& l, int rank) {
   InferCoord c;
   c.engine = rank / l.tp;
   c.local = rank % l.tp;
-  c.attnGroup = c.local / l.attnTp();
-  c.attnTp = c.local % l.attnTp();
   c.ep = c.local / l.moeTp();
-  c.moeTp = c.local % l.moeTp();
   return c;
 }
 

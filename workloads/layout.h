@@ -58,8 +58,8 @@ struct TrainLayout {
 
 struct InferLayout {
   int engines = 1, tp = 1, ep = 1, dpAttn = 1;
-  bool dpLmHead = false;  // lm_head split over the DP-attention group
-  int denseTp = 0;        // TP of the dense MLP: 1, or 0 = the engine's tp
+  bool dpLmHead = false;    // lm_head split over the DP-attention group
+  bool denseWhole = false;  // dense_tp=1: the dense layers' MLP whole on every rank
 
   int worldSize() const { return engines * tp; }
   int attnTp() const { return tp / dpAttn; }
@@ -74,6 +74,10 @@ struct InferSplit {
   const char* group = "tp";
 };
 InferSplit inferSplit(const TensorSpec& t, const InferLayout& l);
+// The fraction of a tensor one inference rank holds, averaged over the
+// engine's ranks (a routed expert: E/EP experts per rank over E, each split
+// over TP/EP).
+double inferFraction(const TensorSpec& t, const InferLayout& l);
 
 struct TrainCoord {
   int tp = 0, cp = 0, dp = 0, pp = 0;  // dense coordinates
@@ -81,9 +85,8 @@ struct TrainCoord {
 };
 
 struct InferCoord {
-  int engine = 0, local = 0;      // rank = engine*TP + local
-  int attnGroup = 0, attnTp = 0;  // DP-attention group and rank inside it
-  int ep = 0, moeTp = 0;          // expert-parallel rank, TP rank inside an expert
+  int engine = 0, local = 0;  // rank = engine*TP + local
+  int ep = 0;                 // expert-parallel rank
 };
 
 // "tp=8,pp=8,cp=4,ep=32[,etp=1][,dp=1][,stages=8:8:8:8:8:8:8:5]"; missing keys are 1.

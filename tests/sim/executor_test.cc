@@ -84,40 +84,76 @@ TEST(Executor, CriticalPathThroughALockWaiterAndAFlowLatency) {
   EXPECT_DOUBLE_EQ(r->stages[sf].critical, 1.5);
 }
 
-TEST(Executor, PolledLockSitsFreeUntilTheNextPollAndTheHolderCanRetakeIt) {
-  // Chain A: a1 (2 s, under the lock), then 0.5 s of work, then a2 (1 s,
-  // under the lock). B (1 s) wants the lock at t=0.1 and polls every 1 s:
-  // it tries at 0.1 (held), 1.1 (held), 2.1 (free since 2.0, but A's a2 is
-  // only ready at 2.5) and takes it: 2.1-3.1. a2 then polls at 2.5 (held)
-  // and 3.5: 3.5-4.5. First-come, B would take the lock at 2.0 and a2 at
-  // 3.0, ending at 4.0.
-  for (double poll : {0.0, 1.0}) {
-    FlowSolver s;
-    WorkGraph g;
-    auto sa = g.stageId("a"), sw = g.stageId("work"), sb = g.stageId("b");
-    auto sp = g.stageId("poll");
-    int32_t lock = g.addLock(poll, sp);
-    TaskId a1 = underLock(g, g.addDelay(2.0, 0, sa), lock);
-    TaskId work = g.addDelay(0.5, 0, sw);
-    TaskId a2 = underLock(g, g.addDelay(1.0, 0, sa), lock);
-    g.dep(a1, work);
-    g.dep(work, a2);
-    TaskId wake = g.addDelay(0.1, 1, sw);
-    g.dep(wake, underLock(g, g.addDelay(1.0, 1, sb), lock));
-    auto r = execute(g, s);
-    ASSERT_TRUE(r.isOk());
-    if (poll == 0) {
-      EXPECT_DOUBLE_EQ(r->makespan, 4.0);
-      EXPECT_DOUBLE_EQ(r->stages[sp].critical, 0.0);
-      continue;
-    }
-    EXPECT_DOUBLE_EQ(r->makespan, 4.5);
-    // The path: a1 2 s, free 0.1 s, b 1 s, free 0.4 s, a2 1 s.
-    EXPECT_DOUBLE_EQ(r->stages[sa].critical, 3.0);
-    EXPECT_DOUBLE_EQ(r->stages[sb].critical, 1.0);
-    EXPECT_NEAR(r->stages[sp].critical, 0.5, 1e-12);
-    EXPECT_DOUBLE_EQ(r->stages[sw].critical, 0.0);
-  }
+// Chain A: a1 (2 s, under the lock), then `work` on the same rank, then a2
+// (1 s, under the lock). B (1 s under the lock) first tries at t=0.1.
+struct PollRun {
+  ExecResult r;
+  uint16_t a, work, b, poll;
+};
+// A polled lock's sleepers wake 0.1 of the period after its release.
+PollRun runPollScenario(double poll, double work) {
+  FlowSolver s;
+  WorkGraph g;
+  PollRun out{};
+  out.a = g.stageId("a");
+  out.work = g.stageId("work");
+  out.b = g.stageId("b");
+  out.poll = g.stageId("poll");
+  int32_t lock = poll > 0 ? g.addPolledLock(poll, out.poll) : g.addLock();
+  TaskId a1 = underLock(g, g.addDelay(2.0, 0, out.a), lock);
+  TaskId w = g.addDelay(work, 0, out.work);
+  TaskId a2 = underLock(g, g.addDelay(1.0, 0, out.a), lock);
+  g.dep(a1, w);
+  g.dep(w, a2);
+  TaskId wake = g.addDelay(0.1, 1, out.work);
+  g.dep(wake, underLock(g, g.addDelay(1.0, 1, out.b), lock));
+  auto r = execute(g, s, [] { return 0.1; });
+  EXPECT_TRUE(r.isOk()) << r.status().toString();
+  if (r.isOk()) out.r = std::move(r).value();
+  return out;
+}
+
+TEST(Executor, PolledLockSitsFreeUntilTheNextPoll) {
+  // work 0.5 s. First-come: B takes the lock at 2.0, a2 at 3.0, end 4.0.
+  PollRun fifo = runPollScenario(0, 0.5);
+  EXPECT_DOUBLE_EQ(fifo.r.makespan, 4.0);
+  EXPECT_DOUBLE_EQ(fifo.r.stages[fifo.poll].critical, 0.0);
+  // Polled (1 s period): B finds it held at 0.1 and sleeps; released at 2.0,
+  // B tries at 2.1 and holds it 2.1-3.1; a2 (ready 2.5) finds it held,
+  // tries again at 3.2: 3.2-4.2.
+  PollRun p = runPollScenario(1.0, 0.5);
+  EXPECT_NEAR(p.r.makespan, 4.2, 1e-12);
+  // The path: a1 2 s, free 0.1 s, b 1 s, free 0.1 s, a2 1 s.
+  EXPECT_NEAR(p.r.stages[p.a].critical, 3.0, 1e-12);
+  EXPECT_NEAR(p.r.stages[p.b].critical, 1.0, 1e-12);
+  EXPECT_NEAR(p.r.stages[p.poll].critical, 0.2, 1e-12);
+  EXPECT_DOUBLE_EQ(p.r.stages[p.work].critical, 0.0);
+}
+
+TEST(Executor, TheReleasingChainRetakesAPolledLockBeforeTheNextPoll) {
+  // work 0.05 s: a2 is ready at 2.05, before B's next try (2.1), and takes
+  // the lock on its first try (its own dependency made it ready): 2.05-3.05.
+  // B tries at 2.1 (held) and 3.15: 3.15-4.15.
+  PollRun p = runPollScenario(1.0, 0.05);
+  EXPECT_NEAR(p.r.makespan, 4.15, 1e-12);
+  // The path: a1 2 s, work 0.05 s, a2 1 s, free 0.1 s, b 1 s.
+  EXPECT_NEAR(p.r.stages[p.a].critical, 3.0, 1e-12);
+  EXPECT_NEAR(p.r.stages[p.work].critical, 0.05, 1e-12);
+  EXPECT_NEAR(p.r.stages[p.b].critical, 1.0, 1e-12);
+  EXPECT_NEAR(p.r.stages[p.poll].critical, 0.1, 1e-12);
+}
+
+TEST(Executor, APolledLockNeverReleasedIsReportedNotHung) {
+  FlowSolver s;
+  WorkGraph g;
+  auto st = g.stageId("x");
+  int32_t lock = g.addPolledLock(0.1, st);
+  TaskId holder = g.addDelay(1.0, 0, st);
+  g.tasks()[holder].acquire = lock;  // never released
+  underLock(g, g.addDelay(1.0, 1, st), lock);
+  auto r = execute(g, s);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("lock held"), std::string::npos) << r.status().toString();
 }
 
 TEST(Executor, ParallelFlowsShareALink) {

@@ -159,11 +159,16 @@ void expectRowsWithin(const std::string& strategy, double bound) {
   EXPECT_TRUE(gap.empty()) << gap;
 }
 
-// Broadcast within 30 % on every row (the headline's own check is 15 %).
+// The target: broadcast within 30 % on every row (the headline's own check
+// is 15 %).
+TEST(Published, BroadcastWithin30PercentOfEveryRow) {
+  expectRowsWithin("broadcast", 0.30);
+}
+
 // Must hold: the mean |error| over the rows within 25 % and every row within
 // 60 % (Qwen3-235B-A22B's published time needs 92 % of one NIC's rate through
 // its stage heads for the whole update; docs/sim.md).
-TEST(Published, BroadcastWithin30PercentOfEveryRow) {
+TEST(Published, BroadcastMeanErrorWithin25PercentAndNoRowPast60) {
   int n = 0;
   double sum = 0;
   for (const Row& r : publishedRows()) {
@@ -174,7 +179,6 @@ TEST(Published, BroadcastWithin30PercentOfEveryRow) {
   }
   ASSERT_EQ(n, 7);
   EXPECT_LT(sum / n, 0.25);
-  expectRowsWithin("broadcast", 0.30);
 }
 
 // p2p within 15 % on every row: the known gap.

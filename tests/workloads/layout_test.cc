@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
+#include <vector>
 
 namespace tide::workloads {
 namespace {
@@ -48,8 +50,12 @@ TEST(Layout, RejectsWithReason) {
   EXPECT_FALSE(parseTrainLayout("tp").isOk());
   EXPECT_FALSE(parseInferLayout("engines=2,tp=-1").isOk());
   EXPECT_FALSE(parseInferLayout("tp=8,dp_lm_head=2").isOk());
+  EXPECT_FALSE(parseInferLayout("tp=8,dense_tp=4").isOk());
+  EXPECT_TRUE(
+      validate(orThrow(parseInferLayout("tp=8,dense_tp=1")), orThrow(loadModel("tiny-moe")), 8)
+          .isOk());
   EXPECT_FALSE(
-      validate(orThrow(parseInferLayout("tp=8,dense_tp=4")), orThrow(loadModel("tiny-moe")), 8)
+      validate(orThrow(parseInferLayout("tp=8,dense_tp=1")), orThrow(loadModel("tiny-dense")), 8)
           .isOk());
   auto inf = orThrow(parseInferLayout("tp=32,ep=32,dp_attn=3"));
   EXPECT_FALSE(validate(inf, m).isOk());
@@ -108,6 +114,18 @@ TEST(Layout, InferShardsDpAttention) {
         ++denseMlps;
       }
       EXPECT_EQ(v[t], ts.numel() * 2 * perEngine) << ts.name << (flags ? " (flags)" : "");
+      // One rank's share: an expert's 1/8 on average, else 1/(slices).
+      double share = ts.kind == TensorKind::kRoutedExpert ? 1.0 : static_cast<double>(perEngine);
+      EXPECT_DOUBLE_EQ(inferFraction(ts, l) * 8, share) << ts.name;
+      // The engine's ranks hold 8 / perEngine different slices, not one.
+      if (ts.kind == TensorKind::kRoutedExpert) continue;
+      std::set<std::vector<uint64_t>> slices;
+      for (int r = 0; r < 8; ++r) {
+        for (const Shard& sh : inferShards(inv, l, r)) {
+          if (sh.tensor == t) slices.insert(sh.box.lo);
+        }
+      }
+      EXPECT_EQ(slices.size(), 8 / perEngine) << ts.name;
     }
     if (flags) {
       EXPECT_GT(denseMlps, 0);

@@ -25,7 +25,8 @@ TEST(KimiPlan, FullSizeUnderTwoGBAndNoTimeRegression) {
   auto cluster = orThrow(workloads::loadCluster("h100-ib-8x400:nodes=64"));
   auto spec = orThrow(workloads::loadModel("kimi-k2"));
   auto train = orThrow(workloads::parseTrainLayout("tp=8,pp=8,cp=4,ep=32"));
-  auto infer = orThrow(workloads::parseInferLayout("engines=8,tp=32,ep=32,dp_attn=8"));
+  auto infer = orThrow(
+      workloads::parseInferLayout("engines=8,tp=32,ep=32,dp_attn=8,dp_lm_head=1,dense_tp=1"));
   orThrow(workloads::validate(train, spec, 256));
   orThrow(workloads::validate(infer, spec, 256));
   auto inv = workloads::buildInventory(spec);
