@@ -228,7 +228,8 @@ Status Manifest::validate() const {
       uint64_t offBytes = 0;
       if (!mulOk(static_cast<uint64_t>(rows) + 1, 8, offBytes) || f.offsets.length != offBytes)
         return invalid("field '" + f.name + "' offsets hold " + std::to_string(f.offsets.length) +
-                       " bytes, " + std::to_string(rows + 1) + " int64 expected");
+                       " bytes, " + std::to_string(static_cast<uint64_t>(rows) + 1) +
+                       " int64 expected");
       TIDE_RETURN_IF_ERROR(checkSeg(f, f.offsets, "offsets"));
     }
     if (f.data.length != need)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 
 namespace tide::data {
 namespace {
@@ -106,6 +107,13 @@ TEST(Manifest, RejectsInconsistentDescriptions) {
             }).find("overflow"),
             std::string::npos);
   EXPECT_NE(msg([](Manifest& m) { m.version = 9; }).find("schema version 9"), std::string::npos);
+  // The largest row count: its offsets' size overflows, and so must not the
+  // message that says so (found by fuzz_manifest).
+  EXPECT_NE(msg([](Manifest& m) {
+              m.rows = std::numeric_limits<int64_t>::max();
+              m.fields.pop_back();
+            }).find("9223372036854775808 int64 expected"),
+            std::string::npos);
 }
 
 }  // namespace
