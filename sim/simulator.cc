@@ -25,9 +25,13 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
   }
 }
 
+ModelShares scenarioShares(const Scenario& sc, std::string_view strategy) {
+  return computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire,
+                       static_cast<double>(sc.strategy.bucketFor(strategy)));
+}
+
 Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy) {
-  ModelShares shares = computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire,
-                                     static_cast<double>(sc.strategy.bucketFor(strategy)));
+  ModelShares shares = scenarioShares(sc, strategy);
   FlowSolver solver;
   Topology topo(sc.cluster, sc.trainNodes + sc.inferNodes, solver);
   WorkGraph g;

@@ -6,10 +6,12 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/status.h"
 #include "sim/executor.h"
+#include "sim/model_shares.h"
 #include "sim/scenario.h"
 
 namespace tide::sim {
@@ -41,6 +43,9 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
                     std::string* bottleneck);
 
 [[nodiscard]] Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy);
+// The shares `simulate` works from: the scenario's model and layouts, cut
+// into buckets of the strategy's run.
+ModelShares scenarioShares(const Scenario& sc, std::string_view strategy);
 
 // Moves an execution's time, stages, counters and events into `r`.
 void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g);

@@ -221,13 +221,18 @@ int realBuckets(const StageBytes& sb) {
   return std::max(1, static_cast<int>(sb.buckets));
 }
 
-// Real buckets of a stage; more than maxSimBuckets are merged into one
-// simulated bucket each, the per-bucket fixed costs scaled by the factor.
+// Merge factor of a phase of `real` buckets: more than x.maxBuckets are
+// merged into that many simulated buckets.
+double mergeFactor(const Ctx& x, int real) {
+  return static_cast<double>(real) / std::min(real, x.maxBuckets);
+}
+
+// Simulated buckets of a stage's phase; x.k scales their per-bucket fixed
+// costs.
 int stageBuckets(Ctx& x, const StageBytes& sb) {
   int real = realBuckets(sb);
-  int nb = std::min(real, x.maxBuckets);
-  x.k = static_cast<double>(real) / nb;
-  return nb;
+  x.k = mergeFactor(x, real);
+  return std::min(real, x.maxBuckets);
 }
 
 std::vector<int> epGroup(const workloads::TrainLayout& l, int pp) {
@@ -548,8 +553,7 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
       if (phase[s].train <= 0) continue;
       int r = realBuckets(phase[s]);
       real += r;
-      info.mergeFactor =
-          std::max(info.mergeFactor, static_cast<double>(r) / std::min(r, x.maxBuckets));
+      info.mergeFactor = std::max(info.mergeFactor, mergeFactor(x, r));
     }
     info.bucketsPerStage = std::max(info.bucketsPerStage, real);
   }

@@ -4,7 +4,7 @@
 // latency) or a delay (a fixed time on a rank). Tasks may take and release a
 // lock, which models a server that handles one request at a time: handed
 // first-come to the next waiter, or taken by polling (a client that finds it
-// held sleeps a fixed period and tries again, so the lock can sit free).
+// held sleeps and tries again, so the lock can sit free).
 
 #include <cstdint>
 #include <string>
@@ -56,9 +56,10 @@ class WorkGraph {
   void dep(TaskId before, TaskId after);
   // A lock that passes to its oldest waiter on release.
   int32_t addLock() { return addPolledLock(0, 0); }
-  // A lock whose waiters try again every pollSeconds (> 0) from their first
-  // try; the time it sits free before a poll takes it counts, on the
-  // critical path, to stage `pollStage`.
+  // A lock taken by polling: a task that finds it held sleeps, and tries
+  // again some part of pollSeconds (> 0) after the next release (executor.h,
+  // PollResidual); the time it sits free before a try takes it counts, on
+  // the critical path, to stage `pollStage`.
   int32_t addPolledLock(double pollSeconds, uint16_t pollStage) {
     locks_.push_back({pollSeconds, pollStage});
     return static_cast<int32_t>(locks_.size() - 1);

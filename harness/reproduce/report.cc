@@ -107,10 +107,10 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
     if (num(docOf(in, "sim_kimi_broadcast"), "/results/0/seconds", &b) &&
         num(docOf(in, "sim_kimi_p2p"), "/results/0/seconds", &p) && p > 0) {
       double pb = 0, pp = 0;
-      for (const auto& p : in.published) {
-        if (!p.label.empty()) continue;
-        if (p.strategy == "broadcast") pb = p.seconds;
-        if (p.strategy == "p2p") pp = p.seconds;
+      for (const auto& pub : in.published) {
+        if (!pub.label.empty()) continue;  // the primary figures only
+        if (pub.strategy == "broadcast") pb = pub.seconds;
+        if (pub.strategy == "p2p") pp = pub.seconds;
       }
       f.push_back({kSim, "speed-up broadcast/p2p", "x", b / p, pp > 0 ? "published" : "",
                    pp > 0 ? pb / pp : 0, "sim_kimi_p2p"});

@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "engine/core/units.h"
-#include "sim/model_shares.h"
 #include "sim/scenario.h"
+#include "sim/simulator.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -18,8 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)tide::parseCount(text);
   auto sc = tide::sim::parseScenario(text, "fuzz");
   if (sc.isOk() && sc->model.layers < 8 && sc->model.experts < 64) {
-    auto shares = tide::sim::computeShares(sc->model, sc->train, sc->infer, sc->strategy.fp8Wire,
-                                           static_cast<double>(sc->strategy.bucketBytes));
+    auto shares = tide::sim::scenarioShares(*sc, "p2p");
     (void)shares.sharePerRank;
   }
   return 0;
