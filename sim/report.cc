@@ -45,9 +45,11 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
 
 void printScenarioInputs(const Scenario& sc) {
   const auto& p = sc.strategy;
-  std::printf("scenario  %s: model %s, train %s on %d nodes -> infer %s on %d nodes\n",
-              sc.name.c_str(), sc.model.name.c_str(), sc.train.toString().c_str(), sc.trainNodes,
-              sc.infer.toString().c_str(), sc.inferNodes);
+  std::string inferNodes = sc.sharesTrainNodes() ? std::string("the training nodes")
+                                                 : std::to_string(sc.inferNodes) + " nodes";
+  std::printf("scenario  %s: model %s, train %s on %d nodes -> infer %s on %s\n", sc.name.c_str(),
+              sc.model.name.c_str(), sc.train.toString().c_str(), sc.trainNodes,
+              sc.infer.toString().c_str(), inferNodes.c_str());
   std::printf("cluster   %s\n", sc.cluster.toString().c_str());
   std::string bucket = gb(p.bucketFor("broadcast"));
   if (p.bucketFor("p2p") != p.bucketFor("broadcast")) {

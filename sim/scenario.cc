@@ -134,7 +134,7 @@ Result<workloads::ModelSpec> parseModelTable(const toml::table& m, std::string_v
 // A layout table: `layout` and, optionally, `nodes` (-1 when absent).
 template <typename Layout, typename Parse>
 Status parseLayoutTable(const toml::table& t, std::string_view origin, const char* table,
-                        Parse parse, Layout& layout, int& nodes) {
+                        Parse parse, Layout& layout, int& nodes, bool mayShare) {
   TomlFields f(t, tableOrigin(origin, table));
   std::string text;
   TIDE_RETURN_IF_ERROR(f.getString("layout", text, true));
@@ -143,7 +143,7 @@ Status parseLayoutTable(const toml::table& t, std::string_view origin, const cha
   layout = std::move(l).value();
   nodes = -1;
   TIDE_RETURN_IF_ERROR(f.getInt("nodes", nodes, 1 << 20, false));
-  if (nodes == 0) return f.error("nodes", "must be at least 1");
+  if (nodes == 0 && !mayShare) return f.error("nodes", "must be at least 1");
   return f.rejectUnknown();
 }
 
@@ -291,16 +291,20 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
 
   TIDE_ASSIGN_OR_RETURN(s.model, parseModelTable(*model, origin));
   int trainNodes = -1, inferNodes = -1;
-  TIDE_RETURN_IF_ERROR(
-      parseLayoutTable(*train, origin, "train", workloads::parseTrainLayout, s.train, trainNodes));
-  TIDE_RETURN_IF_ERROR(
-      parseLayoutTable(*infer, origin, "infer", workloads::parseInferLayout, s.infer, inferNodes));
+  TIDE_RETURN_IF_ERROR(parseLayoutTable(*train, origin, "train", workloads::parseTrainLayout,
+                                        s.train, trainNodes, false));
+  TIDE_RETURN_IF_ERROR(parseLayoutTable(*infer, origin, "infer", workloads::parseInferLayout,
+                                        s.infer, inferNodes, true));
   TIDE_ASSIGN_OR_RETURN(s.cluster, parseClusterTable(*cluster, origin));
   const int g = s.cluster.gpusPerNode;
   TIDE_ASSIGN_OR_RETURN(s.trainNodes,
                         layoutNodes(trainNodes, s.train.worldSize(), g, origin, "train"));
-  TIDE_ASSIGN_OR_RETURN(s.inferNodes,
-                        layoutNodes(inferNodes, s.infer.worldSize(), g, origin, "infer"));
+  if (inferNodes == 0) {
+    s.inferNodes = 0;  // on the training nodes; validateScenario checks they fit
+  } else {
+    TIDE_ASSIGN_OR_RETURN(s.inferNodes,
+                          layoutNodes(inferNodes, s.infer.worldSize(), g, origin, "infer"));
+  }
   s.cluster.nodes = s.trainNodes + s.inferNodes;
   if (auto st = workloads::validateCluster(s.cluster); !st.isOk()) {
     return st.withContext(tableOrigin(origin, "cluster"));
@@ -323,8 +327,16 @@ Status validateScenario(const Scenario& s) {
   if (auto st = workloads::validate(s.infer, s.model); !st.isOk()) {
     return st.withContext("[infer] layout");
   }
+  if (s.sharesTrainNodes() && s.train.worldSize() + s.infer.worldSize() > s.trainNodes * g) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "[infer] nodes = 0 puts the engines on the training nodes, but " +
+                          std::to_string(s.train.worldSize()) + " training and " +
+                          std::to_string(s.infer.worldSize()) + " inference GPUs exceed their " +
+                          std::to_string(s.trainNodes * g) + " GPUs");
+  }
   for (auto [table, nodes, ranks] : {std::tuple{"train", s.trainNodes, s.train.worldSize()},
                                      {"infer", s.inferNodes, s.infer.worldSize()}}) {
+    if (nodes == 0 && s.sharesTrainNodes()) continue;
     if (nodes * g < ranks) {
       return TIDE_ERROR(Code::kInvalidArgument,
                         std::string("[") + table + "] nodes = " + std::to_string(nodes) + " hold " +

@@ -49,10 +49,17 @@ struct Scenario {
   workloads::TrainLayout train;
   workloads::InferLayout infer;
   int trainNodes = 0;
+  // 0: the engines share the training nodes (`[infer] nodes = 0`), on the
+  // GPUs after the training ranks.
   int inferNodes = 0;
   workloads::ClusterSpec cluster;
   StrategyParams strategy;
   Calibration calib;
+  bool sharesTrainNodes() const { return inferNodes == 0; }
+  // GPU id of inference rank 0: GPUs are numbered node * gpus_per_node + gpu.
+  int inferBase() const {
+    return sharesTrainNodes() ? train.worldSize() : trainNodes * cluster.gpusPerNode;
+  }
   // Published update times to compare with: per strategy its primary figure
   // (label empty) and any other published figure under a label.
   struct Published {

@@ -505,7 +505,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
           TaskId written = x.g.addJoin();
           for (int t : groups[r][gi].targets) {
             std::vector<LinkId> wPath = onlyLink(x.topo.hostMem(node));
-            x.topo.appendPath(gpu, t, wPath);
+            x.topo.appendRdmaPath(gpu, t, wPath);
             TaskId w = x.g.addFlow(x.g.addPath(std::move(wPath)), held, x.topo.latency(gpu, t), gpu,
                                    t, sWrite, TaskPath::kRdma);
             x.g.dep(d, w);
@@ -545,7 +545,7 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
   // broadcast keeps every bucket when the stages poll.
   bool exact = strategy == "broadcast" && sc.strategy.lockPollSeconds > 0;
   x.maxBuckets = exact ? std::numeric_limits<int>::max() : sc.strategy.maxSimBuckets;
-  x.inferBase = sc.trainNodes * sc.cluster.gpusPerNode;
+  x.inferBase = sc.inferBase();
   GraphInfo info;
   for (int s = 0; s < sc.train.pp; ++s) {
     int real = 0;

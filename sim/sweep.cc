@@ -10,7 +10,7 @@ namespace tide::sim {
 Result<Scenario> applyPoint(const Scenario& base, const std::string& axis, double value) {
   Scenario s = base;
   int g = s.cluster.gpusPerNode;
-  int inferGpus = s.inferNodes * g;
+  int inferGpus = s.sharesTrainNodes() ? s.infer.worldSize() : s.inferNodes * g;
   if (axis == "infer_ep") {
     int ep = static_cast<int>(value);
     if (ep <= 0 || inferGpus % ep != 0)

@@ -55,14 +55,22 @@ int Topology::nicIndex(int g) const {
 }
 
 void Topology::appendPath(int a, int b, std::vector<LinkId>& out) const {
+  appendLinks(a, b, false, out);
+}
+
+void Topology::appendRdmaPath(int a, int b, std::vector<LinkId>& out) const {
+  appendLinks(a, b, true, out);
+}
+
+void Topology::appendLinks(int a, int b, bool viaNic, std::vector<LinkId>& out) const {
   size_t from = out.size();
-  appendRaw(a, b, out);
+  appendRaw(a, b, viaNic, out);
   out.erase(std::remove(out.begin() + from, out.end(), kNoLink), out.end());
 }
 
-void Topology::appendRaw(int a, int b, std::vector<LinkId>& out) const {
+void Topology::appendRaw(int a, int b, bool viaNic, std::vector<LinkId>& out) const {
   if (a == b) return;
-  if (nodeOf(a) == nodeOf(b)) {
+  if (!viaNic && nodeOf(a) == nodeOf(b)) {
     out.push_back(gpu_[a].nvTx);
     out.push_back(gpu_[b].nvRx);
     return;

@@ -41,6 +41,9 @@ class Topology {
   // Links from GPU a to GPU b (empty when a == b): NVLink inside a node, NICs
   // and leaf/spine links across nodes.
   void appendPath(int a, int b, std::vector<LinkId>& out) const;
+  // Links of an RDMA write from GPU a's NIC to GPU b's: through the NICs even
+  // inside a node (a NIC loopback), as a transfer engine's verbs go.
+  void appendRdmaPath(int a, int b, std::vector<LinkId>& out) const;
   std::vector<LinkId> path(int a, int b) const;
   // One-way latency of that hop.
   double latency(int a, int b) const;
@@ -49,7 +52,8 @@ class Topology {
 
  private:
   int nicIndex(int g) const;
-  void appendRaw(int a, int b, std::vector<LinkId>& out) const;
+  void appendLinks(int a, int b, bool viaNic, std::vector<LinkId>& out) const;
+  void appendRaw(int a, int b, bool viaNic, std::vector<LinkId>& out) const;
 
   const FlowSolver& solver_;
   int gpusPerNode_ = 1;

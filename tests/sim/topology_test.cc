@@ -1,0 +1,89 @@
+// The simulated cluster's paths, and engines placed on the training nodes'
+// spare GPUs (`[infer] nodes = 0`).
+
+#include "sim/topology.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/simulator.h"
+#include "tests/sim/small_scenario.h"
+
+namespace tide::sim {
+namespace {
+
+workloads::ClusterSpec twoNodes() {
+  workloads::ClusterSpec c;
+  c.name = "t";
+  c.nodes = 2;
+  c.gpusPerNode = 8;
+  c.nicsPerNode = 8;
+  c.nicBps = 50e9;
+  c.nvlinkBps = 400e9;
+  return c;
+}
+
+TEST(Topology, NcclHopsInsideANodeUseNvlinkRdmaWritesLoopThroughTheNics) {
+  FlowSolver solver;
+  Topology t(twoNodes(), 2, solver);
+  // Inside node 0: a collective's hop is NVLink, a verbs write leaves GPU
+  // 0's NIC and enters GPU 5's.
+  EXPECT_EQ(t.path(0, 5), (std::vector<LinkId>{t.gpu(0).nvTx, t.gpu(5).nvRx}));
+  std::vector<LinkId> rdma;
+  t.appendRdmaPath(0, 5, rdma);
+  EXPECT_EQ(rdma, (std::vector<LinkId>{t.nicTx(0), t.nicRx(5)}));
+  // Across nodes both take the NICs.
+  std::vector<LinkId> across;
+  t.appendRdmaPath(0, 13, across);
+  EXPECT_EQ(across, t.path(0, 13));
+  EXPECT_EQ(across, (std::vector<LinkId>{t.nicTx(0), t.nicRx(13)}));
+}
+
+// Four training GPUs (TP4 EP4) and one TP4 engine: on its own node, or on
+// the training node's other four GPUs.
+std::string placed(int inferNodes) {
+  std::string t = scenarioText("engines=1,tp=4,ep=4", inferNodes);
+  t.replace(t.find("tp=4,pp=2,ep=8,dp=2"), 19, "tp=4,pp=1,ep=4,dp=1");
+  t.replace(t.find("nodes = 2"), 9, "nodes = 1");
+  return t;
+}
+
+TEST(Placement, EnginesMayShareTheTrainingNodes) {
+  Scenario shared = load(placed(0));
+  EXPECT_TRUE(shared.sharesTrainNodes());
+  EXPECT_EQ(shared.inferBase(), 4);  // the GPUs after the training ranks
+  EXPECT_EQ(shared.cluster.nodes, 1);
+  Scenario own = load(placed(1));
+  EXPECT_FALSE(own.sharesTrainNodes());
+  EXPECT_EQ(own.inferBase(), 8);
+  EXPECT_EQ(own.cluster.nodes, 2);
+
+  // Eight inference GPUs do not fit beside four training ones on one node.
+  std::string big = placed(0);
+  big.replace(big.find("engines=1"), 9, "engines=2");
+  auto r = parseScenario(big, "f.toml");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("exceed their 8 GPUs"), std::string::npos)
+      << r.status().toString();
+  // The training ranks need nodes of their own.
+  std::string noTrain = placed(0);
+  noTrain.replace(noTrain.find("nodes = 1"), 9, "nodes = 0");
+  r = parseScenario(noTrain, "f.toml");
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("must be at least 1"), std::string::npos)
+      << r.status().toString();
+}
+
+TEST(Placement, SharedNodeBroadcastsOverNvlinkAndStillWritesThroughTheNics) {
+  Scenario shared = load(placed(0)), own = load(placed(1));
+  auto bShared = simulate(shared, "broadcast"), bOwn = simulate(own, "broadcast");
+  auto pShared = simulate(shared, "p2p"), pOwn = simulate(own, "p2p");
+  ASSERT_TRUE(bShared.isOk() && bOwn.isOk() && pShared.isOk() && pOwn.isOk());
+  // NCCL's broadcast chain stays on NVLink inside the node: faster than
+  // through the NICs.
+  EXPECT_LT(bShared->seconds, bOwn->seconds);
+  // The transfer engine's writes take the same NIC links either way.
+  EXPECT_NEAR(pShared->seconds, pOwn->seconds, 0.01 * pOwn->seconds);
+}
+
+}  // namespace
+}  // namespace tide::sim
