@@ -45,11 +45,15 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
 
 void printScenarioInputs(const Scenario& sc) {
   const auto& p = sc.strategy;
-  std::string inferNodes = sc.sharesTrainNodes() ? std::string("the training nodes")
-                                                 : std::to_string(sc.inferNodes) + " nodes";
-  std::printf("scenario  %s: model %s, train %s on %d nodes -> infer %s on %s\n", sc.name.c_str(),
-              sc.model.name.c_str(), sc.train.toString().c_str(), sc.trainNodes,
-              sc.infer.toString().c_str(), inferNodes.c_str());
+  auto nodes = [](int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); };
+  std::string inferWhere = sc.sharesTrainNodes()
+                               ? "GPUs " + std::to_string(sc.inferBase()) + "-" +
+                                     std::to_string(sc.inferBase() + sc.infer.worldSize() - 1) +
+                                     " of the training " + (sc.trainNodes == 1 ? "node" : "nodes")
+                               : nodes(sc.inferNodes);
+  std::printf("scenario  %s: model %s, train %s on %s -> infer %s on %s\n", sc.name.c_str(),
+              sc.model.name.c_str(), sc.train.toString().c_str(), nodes(sc.trainNodes).c_str(),
+              sc.infer.toString().c_str(), inferWhere.c_str());
   std::printf("cluster   %s\n", sc.cluster.toString().c_str());
   std::string bucket = gb(p.bucketFor("broadcast"));
   if (p.bucketFor("p2p") != p.bucketFor("broadcast")) {
@@ -69,6 +73,7 @@ nlohmann::json scenarioInputsJson(const Scenario& sc) {
           {"train_nodes", sc.trainNodes},
           {"infer_layout", sc.infer.toString()},
           {"infer_nodes", sc.inferNodes},
+          {"infer_first_gpu", sc.inferBase()},
           {"cluster",
            {{"name", c.name},
             {"gpus_per_node", c.gpusPerNode},

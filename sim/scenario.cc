@@ -300,7 +300,8 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   TIDE_ASSIGN_OR_RETURN(s.trainNodes,
                         layoutNodes(trainNodes, s.train.worldSize(), g, origin, "train"));
   if (inferNodes == 0) {
-    s.inferNodes = 0;  // on the training nodes; validateScenario checks they fit
+    s.inferNodes = 0;  // validateScenario checks that they fit
+    s.inferOnTrainNodes = true;
   } else {
     TIDE_ASSIGN_OR_RETURN(s.inferNodes,
                           layoutNodes(inferNodes, s.infer.worldSize(), g, origin, "infer"));
@@ -332,11 +333,12 @@ Status validateScenario(const Scenario& s) {
                       "[infer] nodes = 0 puts the engines on the training nodes, but " +
                           std::to_string(s.train.worldSize()) + " training and " +
                           std::to_string(s.infer.worldSize()) + " inference GPUs exceed their " +
-                          std::to_string(s.trainNodes * g) + " GPUs");
+                          std::to_string(s.trainNodes * g) +
+                          " GPUs; give the engines nodes of their own ([infer] nodes >= 1)");
   }
   for (auto [table, nodes, ranks] : {std::tuple{"train", s.trainNodes, s.train.worldSize()},
                                      {"infer", s.inferNodes, s.infer.worldSize()}}) {
-    if (nodes == 0 && s.sharesTrainNodes()) continue;
+    if (std::string_view(table) == "infer" && s.sharesTrainNodes()) continue;
     if (nodes * g < ranks) {
       return TIDE_ERROR(Code::kInvalidArgument,
                         std::string("[") + table + "] nodes = " + std::to_string(nodes) + " hold " +

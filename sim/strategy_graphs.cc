@@ -506,8 +506,8 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
           for (int t : groups[r][gi].targets) {
             std::vector<LinkId> wPath = onlyLink(x.topo.hostMem(node));
             x.topo.appendRdmaPath(gpu, t, wPath);
-            TaskId w = x.g.addFlow(x.g.addPath(std::move(wPath)), held, x.topo.latency(gpu, t), gpu,
-                                   t, sWrite, TaskPath::kRdma);
+            TaskId w = x.g.addFlow(x.g.addPath(std::move(wPath)), held, x.topo.rdmaLatency(gpu, t),
+                                   gpu, t, sWrite, TaskPath::kRdma);
             x.g.dep(d, w);
             x.g.dep(w, written);
           }

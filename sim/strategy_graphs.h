@@ -33,7 +33,7 @@ struct GraphInfo {
   double registrationSeconds = 0;  // per training rank, when first_update
 };
 
-// GPU ids: training rank r is GPU r; inference rank i is GPU trainNodes*G + i.
+// GPU ids: training rank r is GPU r; inference rank i is GPU sc.inferBase() + i.
 Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& strategy,
                                      const ModelShares& shares, const Topology& topo, WorkGraph& g);
 

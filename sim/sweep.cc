@@ -22,6 +22,11 @@ Result<Scenario> applyPoint(const Scenario& base, const std::string& axis, doubl
     while (s.infer.dpAttn > 1 && ep % s.infer.dpAttn != 0) s.infer.dpAttn /= 2;
     s.infer.dpAttn = std::min(s.infer.dpAttn, ep);
   } else if (axis == "infer_nodes") {
+    if (s.sharesTrainNodes())
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "infer_nodes: the scenario's engines share the training nodes ([infer] "
+                        "nodes = 0); sweep node counts on a scenario whose engines have nodes of "
+                        "their own");
     int nodes = static_cast<int>(value);
     int engineGpus = s.infer.tp;
     if (nodes <= 0 || (nodes * g) % engineGpus != 0)

@@ -47,6 +47,9 @@ class Topology {
   std::vector<LinkId> path(int a, int b) const;
   // One-way latency of that hop.
   double latency(int a, int b) const;
+  // One-way latency of an RDMA write from a to b: the fabric's, even inside
+  // a node (the NIC loopback).
+  double rdmaLatency(int a, int b) const { return a == b ? 0.0 : latency_; }
   // Capacity of the narrowest link of the hop (0 when none limits it).
   double hopCapacity(int a, int b) const;
 

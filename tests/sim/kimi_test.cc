@@ -113,6 +113,7 @@ TEST(KimiK2, P2pWithin15PercentOfPublishedAndRatio) {
 struct Row {
   std::string name, strategy;
   double simulated = 0, published = 0;
+  bool sharedNode = false;  // the engines share the training nodes
   double error() const { return simulated / published - 1; }
 };
 
@@ -127,7 +128,7 @@ const std::vector<Row>& publishedRows() {
         if (!p.label.empty()) continue;
         auto r = simulate(*sc, p.strategy);
         if (!r.isOk()) throw StatusError(r.status());
-        out.push_back({sc->name, p.strategy, r->seconds, p.seconds});
+        out.push_back({sc->name, p.strategy, r->seconds, p.seconds, sc->sharesTrainNodes()});
         std::printf("%-16s %-9s simulated %7.3f s, published %7.3f s, error %+6.1f %%\n",
                     sc->name.c_str(), p.strategy.c_str(), r->seconds, p.seconds,
                     out.back().error() * 100);
@@ -165,23 +166,23 @@ TEST(Published, BroadcastWithin30PercentOfEveryRow) {
   expectRowsWithin("broadcast", 0.30);
 }
 
-// Must hold: the mean |error| over the rows within 30 % and every row within
-// 70 %. Two rows are far off for reasons docs/sim.md names: GLM-Z1-9B's run
-// broadcasts inside one host, where the simulated NVLink broadcast is 64 %
-// too fast; Qwen3-235B-A22B's published time needs 92 % of one NIC's rate
-// through its stage heads for the whole update. (Before GLM-Z1-9B's row took
-// its run's one-host placement the bounds were 25 % and 60 %.)
-TEST(Published, BroadcastMeanErrorWithin30PercentAndNoRowPast70) {
+// Must hold, over the rows whose broadcast crosses the fabric (engines on
+// nodes of their own): the mean |error| within 25 % and every row within
+// 60 % (Qwen3-235B-A22B's published time needs 92 % of one NIC's rate
+// through its stage heads for the whole update; docs/sim.md). The one row
+// whose broadcast stays inside a host (GLM-Z1-9B, NVLink) is the known gap
+// the 30 % test above reports.
+TEST(Published, FabricBroadcastMeanErrorWithin25PercentAndNoRowPast60) {
   int n = 0;
   double sum = 0;
   for (const Row& r : publishedRows()) {
-    if (r.strategy != "broadcast") continue;
-    EXPECT_LT(std::abs(r.error()), 0.70) << r.name;
+    if (r.strategy != "broadcast" || r.sharedNode) continue;
+    EXPECT_LT(std::abs(r.error()), 0.60) << r.name;
     sum += std::abs(r.error());
     ++n;
   }
-  ASSERT_EQ(n, 7);
-  EXPECT_LT(sum / n, 0.30);
+  ASSERT_EQ(n, 6);
+  EXPECT_LT(sum / n, 0.25);
 }
 
 // p2p within 15 % on every row: the known gap.

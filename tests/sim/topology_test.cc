@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/simulator.h"
+#include "sim/sweep.h"
 #include "tests/sim/small_scenario.h"
 
 namespace tide::sim {
@@ -40,10 +41,16 @@ TEST(Topology, NcclHopsInsideANodeUseNvlinkRdmaWritesLoopThroughTheNics) {
 
 // Four training GPUs (TP4 EP4) and one TP4 engine: on its own node, or on
 // the training node's other four GPUs.
+void replaceOnce(std::string& text, const std::string& from, const std::string& to) {
+  size_t at = text.find(from);
+  ASSERT_NE(at, std::string::npos) << from;
+  text.replace(at, from.size(), to);
+}
+
 std::string placed(int inferNodes) {
   std::string t = scenarioText("engines=1,tp=4,ep=4", inferNodes);
-  t.replace(t.find("tp=4,pp=2,ep=8,dp=2"), 19, "tp=4,pp=1,ep=4,dp=1");
-  t.replace(t.find("nodes = 2"), 9, "nodes = 1");
+  replaceOnce(t, "tp=4,pp=2,ep=8,dp=2", "tp=4,pp=1,ep=4,dp=1");
+  replaceOnce(t, "nodes = 2", "nodes = 1");
   return t;
 }
 
@@ -59,14 +66,14 @@ TEST(Placement, EnginesMayShareTheTrainingNodes) {
 
   // Eight inference GPUs do not fit beside four training ones on one node.
   std::string big = placed(0);
-  big.replace(big.find("engines=1"), 9, "engines=2");
+  replaceOnce(big, "engines=1", "engines=2");
   auto r = parseScenario(big, "f.toml");
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("exceed their 8 GPUs"), std::string::npos)
       << r.status().toString();
   // The training ranks need nodes of their own.
   std::string noTrain = placed(0);
-  noTrain.replace(noTrain.find("nodes = 1"), 9, "nodes = 0");
+  replaceOnce(noTrain, "nodes = 1", "nodes = 0");
   r = parseScenario(noTrain, "f.toml");
   ASSERT_FALSE(r.isOk());
   EXPECT_NE(r.status().message().find("must be at least 1"), std::string::npos)
@@ -83,6 +90,21 @@ TEST(Placement, SharedNodeBroadcastsOverNvlinkAndStillWritesThroughTheNics) {
   EXPECT_LT(bShared->seconds, bOwn->seconds);
   // The transfer engine's writes take the same NIC links either way.
   EXPECT_NEAR(pShared->seconds, pOwn->seconds, 0.01 * pOwn->seconds);
+}
+
+TEST(Placement, SweepsKeepSharedEnginesOrSayWhyNot) {
+  Scenario shared = load(placed(0));
+  // An EP sweep re-splits the same four inference GPUs beside the training.
+  auto ep = applyPoint(shared, "infer_ep", 2);
+  ASSERT_TRUE(ep.isOk()) << ep.status().toString();
+  EXPECT_TRUE(ep->sharesTrainNodes());
+  EXPECT_EQ(ep->infer.engines, 2);
+  EXPECT_EQ(ep->cluster.nodes, 1);
+  // A node-count sweep would move the engines off the training node.
+  auto nodes = applyPoint(shared, "infer_nodes", 1);
+  ASSERT_FALSE(nodes.isOk());
+  EXPECT_NE(nodes.status().message().find("share the training nodes"), std::string::npos)
+      << nodes.status().toString();
 }
 
 }  // namespace
