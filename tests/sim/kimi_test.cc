@@ -154,7 +154,7 @@ std::string rowsOutside(const std::string& strategy, double bound) {
 void expectRowsWithin(const std::string& strategy, double bound) {
   std::string gap = rowsOutside(strategy, bound);
   if (!gap.empty() && !strict())
-    GTEST_SKIP() << "known gap (docs/sim.md): " << strategy << " outside "
+    GTEST_SKIP() << "known gap (docs/sim-published.md): " << strategy << " outside "
                  << std::lround(bound * 100) << " % on" << gap
                  << " TIDE_SIM_STRICT=1 makes this a failure";
   EXPECT_TRUE(gap.empty()) << gap;
@@ -169,7 +169,7 @@ TEST(Published, BroadcastWithin30PercentOfEveryRow) {
 // Must hold, over the rows whose broadcast crosses the fabric (engines on
 // nodes of their own): the mean |error| within 25 % and every row within
 // 60 % (Qwen3-235B-A22B's published time needs 92 % of one NIC's rate
-// through its stage heads for the whole update; docs/sim.md). The one row
+// through its stage heads for the whole update; docs/sim-published.md). The one row
 // whose broadcast stays inside a host (GLM-Z1-9B, NVLink) is the known gap
 // the 30 % test above reports.
 TEST(Published, FabricBroadcastMeanErrorWithin25PercentAndNoRowPast60) {
