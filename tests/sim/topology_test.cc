@@ -12,20 +12,11 @@
 namespace tide::sim {
 namespace {
 
-workloads::ClusterSpec twoNodes() {
-  workloads::ClusterSpec c;
-  c.name = "t";
-  c.nodes = 2;
-  c.gpusPerNode = 8;
-  c.nicsPerNode = 8;
-  c.nicBps = 50e9;
-  c.nvlinkBps = 400e9;
-  return c;
-}
-
 TEST(Topology, NcclHopsInsideANodeUseNvlinkRdmaWritesLoopThroughTheNics) {
+  auto spec = workloads::loadCluster("h100-ib-8x400:nodes=2");  // a NIC per GPU
+  ASSERT_TRUE(spec.isOk()) << spec.status().toString();
   FlowSolver solver;
-  Topology t(twoNodes(), 2, solver);
+  Topology t(*spec, 2, solver);
   // Inside node 0: a collective's hop is NVLink, a verbs write leaves GPU
   // 0's NIC and enters GPU 5's.
   EXPECT_EQ(t.path(0, 5), (std::vector<LinkId>{t.gpu(0).nvTx, t.gpu(5).nvRx}));
