@@ -43,7 +43,14 @@ void RdmaTransport::progressLoop() {
   bool beatFailed = false;
   while (!stop_) {
     bool busy = !batches_.empty();
-    if (busy) (void)progress();  // errors stay in batches / fatal_
+    if (busy) {
+      (void)progress();  // errors stay in batches / fatal_
+    } else if (fatal_.isOk()) {
+      // A rank with no batches of its own may still be a WRITE_WITH_IMM
+      // target: take its notifications and repost the receives, or its
+      // senders meet receiver-not-ready once the posted ones run out.
+      for (auto& r : rails_) pollRecvCq(r);
+    }
     lock.unlock();
     if (nextBeat.expired()) {
       // Liveness for peers that see a remote access error (region_registry.h).
