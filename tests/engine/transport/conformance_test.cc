@@ -291,6 +291,37 @@ TEST_P(Conformance, WriteWithImmNotifiesAfterAllDataIsPlaced) {
   EXPECT_EQ(w[1].waitNotification(0.05).status().code(), Code::kTimeout);
 }
 
+TEST_P(Conformance, ManyImmediatesReachATargetThatIsNotWaiting) {
+  CONNECT_OR_SKIP(w, 2);
+  if (!w[0].capabilities().writeWithImm)
+    GTEST_SKIP() << "skipped: " << GetParam() << " has no WRITE_WITH_IMM";
+  // Far more than the receives a target keeps posted: while they arrive the
+  // target neither submits nor waits, so its transport alone must repost.
+  constexpr uint32_t kImms = 1000;
+  constexpr uint64_t kEach = 64;
+  Buffer src = buffer(w[0], kImms * kEach, 81), dst = buffer(w[1], kImms * kEach, 82);
+  ASSERT_TRUE(w[0].importRegion(dst.region.descriptor).isOk());
+  std::vector<Request> flagged;
+  for (uint32_t i = 0; i < kImms; ++i) {
+    flagged.push_back(
+        write(src, i * kEach, dst.region.descriptor, i * kEach, kEach, Op::kWriteWithImm));
+    flagged.back().imm = i;
+  }
+  auto id = w[0].submit(flagged);
+  ASSERT_TRUE(id.isOk()) << id.status().toString();
+  ASSERT_TRUE(w[0].wait(*id, kWait).isOk());
+  std::vector<bool> seen(kImms, false);
+  for (uint32_t i = 0; i < kImms; ++i) {
+    auto n = w[1].waitNotification(kWait);
+    ASSERT_TRUE(n.isOk()) << "notification " << i << ": " << n.status().toString();
+    ASSERT_LT(n->imm, kImms);
+    EXPECT_FALSE(seen[n->imm]) << "immediate " << n->imm << " twice";
+    seen[n->imm] = true;
+  }
+  EXPECT_EQ(firstDiff(src.bytes.data(), dst.bytes.data(), kImms * kEach), -1);
+  EXPECT_EQ(w[1].waitNotification(0.05).status().code(), Code::kTimeout);
+}
+
 TEST_P(Conformance, ControlChannelIsOrderedPerPeerAndTag) {
   CONNECT_OR_SKIP(w, 3);
   constexpr int kMessages = 50;
@@ -398,17 +429,29 @@ TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
   ASSERT_TRUE(me.importRegion(*desc).isOk());
   auto src = makeBuffer(me, kLen, 5);
   ASSERT_TRUE(src.isOk());
-  child.signal(SIGSTOP);  // it cannot drain: the batches are surely in flight
+  // A stopped two-sided receiver cannot drain, so the batches are in flight
+  // when it dies. The kill comes from its own thread: the child may stop
+  // while it holds the store's lock, which this thread's submit takes.
+  child.signal(SIGSTOP);
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    child.signal(SIGKILL);
+  });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } joinKiller{killer};
   auto ids = floodWrites(me, *src, *desc, 4);
   ASSERT_FALSE(ids.empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  child.signal(SIGKILL);
   Stopwatch sw;
   Status last;
   for (BatchId id : ids) {
     Status s = me.wait(id, kWait);
     if (!s.isOk()) last = s;
   }
+  killer.join();  // the child is dead from here on
   if (last.isOk()) {
     // A one-sided backend (shm) may finish every batch before the kill lands;
     // then the next batch to the dead peer must fail within the bound.
