@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -52,15 +53,27 @@ Result<std::string> FileStore::get(const std::string& key, double timeoutSeconds
 }
 
 Result<int64_t> FileStore::add(const std::string& key, int64_t delta) {
+  auto read = [&] {
+    int64_t v = 0;
+    std::ifstream in(path(key));
+    if (in) in >> v;
+    return v;
+  };
+  // A read needs no lock: set() renames a whole file into place.
+  if (delta == 0) return read();
   UniqueFd lock(::open((dir_ + "/.lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600));
   if (!lock.valid()) return TIDE_ERRNO("open store lock");
-  if (::flock(lock.get(), LOCK_EX) != 0) return TIDE_ERRNO("flock");
-  int64_t value = 0;
-  {
-    std::ifstream in(path(key));
-    if (in) in >> value;
+  // Bounded: a rank stopped while it holds the lock (a test SIGSTOPs its
+  // child) must not hang the others.
+  Deadline deadline = Deadline::after(kLockSeconds);
+  while (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return TIDE_ERRNO("flock");
+    if (deadline.expired())
+      return TIDE_ERROR(Code::kTimeout, "store lock in " + dir_ + " held by another rank for " +
+                                            std::to_string(static_cast<int>(kLockSeconds)) + " s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  value += delta;
+  int64_t value = read() + delta;
   TIDE_RETURN_IF_ERROR(set(key, std::to_string(value)));
   return value;
 }

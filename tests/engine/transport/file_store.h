@@ -1,7 +1,8 @@
 #pragma once
 // A Store over a directory, so ranks in separate processes of one test can
 // rendezvous without a server: set() renames a finished file into place,
-// get() polls, add() holds an flock.
+// get() polls, add() holds an flock (for at most 10 s of waiting; a read,
+// add(key, 0), takes none).
 
 #include <string>
 
@@ -17,6 +18,7 @@ class FileStore final : public Store {
   Result<int64_t> add(const std::string& key, int64_t delta) override;
 
  private:
+  static constexpr double kLockSeconds = 10;
   std::string path(const std::string& key) const;
   std::string dir_;
 };
