@@ -407,8 +407,7 @@ TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
   } cleanup{dir};
   const uint64_t kLen = 64 << 20;
   ChildPeer child;
-  Status started;
-  std::thread peer([&] { started = child.start(dir.string(), GetParam(), 1, 2, kLen, 30); });
+  ASSERT_TRUE(child.spawn(dir.string(), GetParam(), 1, 2, kLen).isOk());
   TransportConfig c;
   c.backend = GetParam();
   c.rank = 0;
@@ -417,7 +416,7 @@ TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
   c.connectTimeoutSeconds = 30;
   c.opTimeoutSeconds = 5;
   auto t = createTransport(c);
-  peer.join();
+  Status started = child.waitReady(30);
   if (!t.isOk() &&
       (t.status().code() == Code::kUnavailable || t.status().code() == Code::kUnimplemented))
     GTEST_SKIP() << "skipped: " << t.status().message();

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "engine/core/clock.h"
@@ -125,6 +127,41 @@ TEST(Tcp, StrayConnectionsAreRejectedAndTheWorldStillForms) {
   EXPECT_EQ(src->bytes, dst->bytes);
 }
 
+// The peer dies with the thread that spawned it, stopped or not: a test
+// killed by its timeout leaves nothing holding its output open.
+TEST(Tcp, ChildPeerDiesWithTheThreadThatSpawnedIt) {
+  auto dir = std::filesystem::temp_directory_path() / ("tide-orphan-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() { std::filesystem::remove_all(dir); }
+  } cleanup{dir};
+  ChildPeer child;
+  auto proc = [&](const char* file) {
+    std::ifstream in("/proc/" + std::to_string(child.pid()) + "/" + file);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  std::thread spawner([&] {
+    ASSERT_TRUE(child.spawn(dir.string(), "tcp", 1, 2, 4096).isOk());
+    // Stopped once it runs transport_peer, i.e. after it asked for the signal.
+    Deadline execed = Deadline::after(5);
+    while (proc("cmdline").find("transport_peer") == std::string::npos && !execed.expired())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    child.signal(SIGSTOP);
+  });
+  spawner.join();
+  // Dead but not yet reaped: a zombie, state Z in /proc/<pid>/stat.
+  auto state = [&] {
+    std::string all = proc("stat");
+    size_t close = all.rfind(')');
+    return close == std::string::npos || close + 2 >= all.size() ? '?' : all[close + 2];
+  };
+  Deadline deadline = Deadline::after(5);
+  while (state() != 'Z' && !deadline.expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(state(), 'Z') << "the stopped peer outlived the thread that spawned it";
+}
+
 TEST(Tcp, HungPeerTimesOutAfterOpTimeout) {
   auto dir = std::filesystem::temp_directory_path() / ("tide-tcp-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -135,15 +172,14 @@ TEST(Tcp, HungPeerTimesOutAfterOpTimeout) {
   FileStore store(dir.string());
   const uint64_t kLen = 64 << 20;
   ChildPeer child;
-  Status started;
-  std::thread peer([&] { started = child.start(dir.string(), "tcp", 1, 2, kLen, 30); });
+  ASSERT_TRUE(child.spawn(dir.string(), "tcp", 1, 2, kLen).isOk());
   TransportConfig c;
   c.backend = "tcp";
   c.worldSize = 2;
   c.store = &store;
   c.opTimeoutSeconds = 2;
   auto t = createTransport(c);
-  peer.join();
+  Status started = child.waitReady(30);
   ASSERT_TRUE(t.isOk()) << t.status().toString();
   ASSERT_TRUE(started.isOk()) << started.toString();
   auto desc = RemoteRegion::deserialize(store.get("desc/1", 10).value());

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,15 +111,18 @@ void ChildPeer::signal(int sig) {
   }
 }
 
-Status ChildPeer::start(const std::string& storeDir, const std::string& backend, int rank,
-                        int world, uint64_t regionBytes, double timeoutSeconds) {
+Status ChildPeer::spawn(const std::string& storeDir, const std::string& backend, int rank,
+                        int world, uint64_t regionBytes) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return TIDE_ERRNO("pipe");
   std::string rankS = std::to_string(rank), worldS = std::to_string(world),
               bytesS = std::to_string(regionBytes);
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0) return TIDE_ERRNO("fork");
   if (pid_ == 0) {
+    // Dies with the spawning thread, even while stopped.
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
     ::dup2(fds[1], STDOUT_FILENO);
     const char* argv[] = {
         TIDE_TRANSPORT_PEER_PATH, storeDir.c_str(), backend.c_str(), rankS.c_str(),
@@ -128,6 +132,11 @@ Status ChildPeer::start(const std::string& storeDir, const std::string& backend,
   }
   ::close(fds[1]);
   out_ = fds[0];
+  return Status::ok();
+}
+
+Status ChildPeer::waitReady(double timeoutSeconds) {
+  if (out_ < 0) return TIDE_ERROR(Code::kFailedPrecondition, "transport_peer was not spawned");
   Deadline deadline = Deadline::after(timeoutSeconds);
   std::string got;
   while (got.find("ready\n") == std::string::npos) {

@@ -39,16 +39,21 @@ void fillPattern(uint8_t* p, uint64_t n, uint32_t seed);
 // First index where the two differ, or -1.
 int64_t firstDiff(const uint8_t* a, const uint8_t* b, uint64_t n);
 
-// A rank of another process running transport_peer; killed on destruction.
+// A rank of another process running transport_peer; killed on destruction,
+// and by the kernel if the thread that spawned it ends (so call spawn() from
+// the test's own thread): a test process that dies or is killed by its
+// timeout leaves no peer behind, stopped or not, holding its output open.
 class ChildPeer {
  public:
   ChildPeer() = default;
   ChildPeer(const ChildPeer&) = delete;
   ChildPeer& operator=(const ChildPeer&) = delete;
   ~ChildPeer();
-  // Starts it and waits (bounded) until it printed "ready".
-  Status start(const std::string& storeDir, const std::string& backend, int rank, int world,
-               uint64_t regionBytes, double timeoutSeconds);
+  // Starts it; it creates its transport meanwhile, so the caller creates its
+  // own and then waits (bounded) until the peer printed "ready".
+  Status spawn(const std::string& storeDir, const std::string& backend, int rank, int world,
+               uint64_t regionBytes);
+  Status waitReady(double timeoutSeconds);
   void signal(int sig);
   pid_t pid() const { return pid_; }
 
