@@ -354,16 +354,12 @@ void RdmaTransport::pollRecvCq(Rail& rail) {
 
 void RdmaTransport::expireBatches() {
   for (auto& [id, b] : batches_) {
-    if (b.done() || !b.deadline.expired()) continue;
-    if (b.error.isOk())
-      failBatch(b, TIDE_ERROR(Code::kTimeout,
-                              "batch " + std::to_string(id) + ": " + std::to_string(b.inFlight) +
-                                  " RDMA work requests unfinished after " +
-                                  std::to_string(opTimeout_) + " s (peer silent?)"));
-    // Stop the QPs still holding its work so nothing touches the memory later
-    // — also when an error on another QP failed the batch first: its other
-    // QPs may wait on a peer that never answers, and the batch is not done
-    // until they give their work back.
+    if (!b.error.isOk() || b.done() || !b.deadline.expired()) continue;
+    failBatch(b, TIDE_ERROR(Code::kTimeout, "batch " + std::to_string(id) + ": " +
+                                                std::to_string(b.inFlight) +
+                                                " RDMA work requests unfinished after " +
+                                                std::to_string(opTimeout_) + " s (peer silent?)"));
+    // Stop the QPs still holding its work so nothing touches the memory later.
     for (size_t i = 0; i < channels_.size(); ++i) {
       bool holds = false;
       for (const auto& f : channels_[i].inFlight) holds |= f.slice.batch == id;
