@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -295,9 +296,10 @@ TEST_P(Conformance, ManyImmediatesReachATargetThatIsNotWaiting) {
   CONNECT_OR_SKIP(w, 2);
   if (!w[0].capabilities().writeWithImm)
     GTEST_SKIP() << "skipped: " << GetParam() << " has no WRITE_WITH_IMM";
-  // Far more than the receives a target keeps posted: while they arrive the
-  // target neither submits nor waits, so its transport alone must repost.
-  constexpr uint32_t kImms = 1000;
+  // Far more than the receives a target keeps posted (64 per QP, for up to
+  // 64 QPs to the peer): while they arrive the target neither submits nor
+  // waits, so its transport alone must repost.
+  constexpr uint32_t kImms = 4096;
   constexpr uint64_t kEach = 64;
   Buffer src = buffer(w[0], kImms * kEach, 81), dst = buffer(w[1], kImms * kEach, 82);
   ASSERT_TRUE(w[0].importRegion(dst.region.descriptor).isOk());
@@ -416,11 +418,11 @@ TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
   c.connectTimeoutSeconds = 30;
   c.opTimeoutSeconds = 5;
   auto t = createTransport(c);
-  Status started = child.waitReady(30);
   if (!t.isOk() &&
       (t.status().code() == Code::kUnavailable || t.status().code() == Code::kUnimplemented))
     GTEST_SKIP() << "skipped: " << t.status().message();
   ASSERT_TRUE(t.isOk()) << t.status().toString();
+  Status started = child.waitReady(30);
   ASSERT_TRUE(started.isOk()) << started.toString();
   Transport& me = **t;
   auto desc = RemoteRegion::deserialize(store.get("desc/1", 10).value());
@@ -429,10 +431,15 @@ TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
   auto src = makeBuffer(me, kLen, 5);
   ASSERT_TRUE(src.isOk());
   // A stopped two-sided receiver cannot drain, so the batches are in flight
-  // when it dies. The kill comes from its own thread: the child may stop
-  // while it holds the store's lock, which this thread's submit takes.
+  // when it dies. The kill comes from its own thread, 200 ms after the
+  // batches are submitted: the child may stop while it holds the store's
+  // lock, which the submit takes (then the kill comes after 5 s regardless).
   child.signal(SIGSTOP);
+  std::atomic<bool> submitted{false};
   std::thread killer([&] {
+    Deadline fallback = Deadline::after(5);
+    while (!submitted && !fallback.expired())
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     child.signal(SIGKILL);
   });
@@ -443,6 +450,7 @@ TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
     }
   } joinKiller{killer};
   auto ids = floodWrites(me, *src, *desc, 4);
+  submitted = true;
   ASSERT_FALSE(ids.empty());
   Stopwatch sw;
   Status last;

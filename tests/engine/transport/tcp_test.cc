@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
@@ -137,29 +138,29 @@ TEST(Tcp, ChildPeerDiesWithTheThreadThatSpawnedIt) {
     ~Cleanup() { std::filesystem::remove_all(dir); }
   } cleanup{dir};
   ChildPeer child;
-  auto proc = [&](const char* file) {
-    std::ifstream in("/proc/" + std::to_string(child.pid()) + "/" + file);
-    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  };
+  Status spawned;
+  bool running = false;  // it runs transport_peer: it asked for the signal before exec
   std::thread spawner([&] {
-    ASSERT_TRUE(child.spawn(dir.string(), "tcp", 1, 2, 4096).isOk());
-    // Stopped once it runs transport_peer, i.e. after it asked for the signal.
-    Deadline execed = Deadline::after(5);
-    while (proc("cmdline").find("transport_peer") == std::string::npos && !execed.expired())
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    spawned = child.spawn(dir.string(), "tcp", 1, 2, 4096);
+    if (!spawned.isOk()) return;
+    std::string cmdline = "/proc/" + std::to_string(child.pid()) + "/cmdline";
+    for (Deadline d = Deadline::after(5); !running && !d.expired();) {
+      std::ifstream in(cmdline);
+      std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      running = all.find("transport_peer") != std::string::npos;
+      if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     child.signal(SIGSTOP);
   });
   spawner.join();
-  // Dead but not yet reaped: a zombie, state Z in /proc/<pid>/stat.
-  auto state = [&] {
-    std::string all = proc("stat");
-    size_t close = all.rfind(')');
-    return close == std::string::npos || close + 2 >= all.size() ? '?' : all[close + 2];
-  };
-  Deadline deadline = Deadline::after(5);
-  while (state() != 'Z' && !deadline.expired())
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_EQ(state(), 'Z') << "the stopped peer outlived the thread that spawned it";
+  ASSERT_TRUE(spawned.isOk()) << spawned.toString();
+  ASSERT_TRUE(running) << "transport_peer never started";
+  // Killed by SIGKILL, not exited: wait for it without reaping it (the
+  // ChildPeer does that).
+  siginfo_t si{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(child.pid()), &si, WEXITED | WNOWAIT), 0);
+  EXPECT_EQ(si.si_code, CLD_KILLED) << "the peer exited on its own (code " << si.si_code << ")";
+  EXPECT_EQ(si.si_status, SIGKILL);
 }
 
 TEST(Tcp, HungPeerTimesOutAfterOpTimeout) {

@@ -119,11 +119,18 @@ Status ChildPeer::spawn(const std::string& storeDir, const std::string& backend,
               bytesS = std::to_string(regionBytes);
   const pid_t parent = ::getpid();
   pid_ = ::fork();
-  if (pid_ < 0) return TIDE_ERRNO("fork");
+  if (pid_ < 0) {
+    Status err = TIDE_ERRNO("fork");
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return err;
+  }
   if (pid_ == 0) {
-    // Dies with the spawning thread, even while stopped.
+    // Dies with the spawning thread, even while stopped. (getppid() catches
+    // the whole parent having exited before prctl; a spawning thread that
+    // ends first is the caller's to avoid: spawn from the test's thread.)
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(126);
-    ::dup2(fds[1], STDOUT_FILENO);
+    if (::dup2(fds[1], STDOUT_FILENO) < 0) ::_exit(125);
     const char* argv[] = {
         TIDE_TRANSPORT_PEER_PATH, storeDir.c_str(), backend.c_str(), rankS.c_str(),
         worldS.c_str(),           bytesS.c_str(),   nullptr};
