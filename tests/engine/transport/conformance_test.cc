@@ -399,17 +399,11 @@ TEST_P(Conformance, PeerDestroyedMidBatchFailsWithinBound) {
 
 TEST_P(Conformance, ChildProcessKilledMidBatchFailsWithinBound) {
   if (GetParam() == "fake") GTEST_SKIP() << "skipped: the fake has no processes";
-  auto dir = std::filesystem::temp_directory_path() /
-             ("tide-conf-" + std::to_string(::getpid()) + "-" + GetParam());
-  std::filesystem::create_directories(dir);
-  FileStore store(dir.string());
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
+  ScratchDir dir("tide-conf-" + GetParam());
+  FileStore store(dir.str());
   const uint64_t kLen = 64 << 20;
   ChildPeer child;
-  ASSERT_TRUE(child.spawn(dir.string(), GetParam(), 1, 2, kLen).isOk());
+  ASSERT_TRUE(child.spawn(dir.str(), GetParam(), 1, 2, kLen).isOk());
   TransportConfig c;
   c.backend = GetParam();
   c.rank = 0;

@@ -131,17 +131,12 @@ TEST(Tcp, StrayConnectionsAreRejectedAndTheWorldStillForms) {
 // The peer dies with the thread that spawned it, stopped or not: a test
 // killed by its timeout leaves nothing holding its output open.
 TEST(Tcp, ChildPeerDiesWithTheThreadThatSpawnedIt) {
-  auto dir = std::filesystem::temp_directory_path() / ("tide-orphan-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
+  ScratchDir dir("tide-orphan");
   ChildPeer child;
   Status spawned;
   bool running = false;  // it runs transport_peer: it asked for the signal before exec
   std::thread spawner([&] {
-    spawned = child.spawn(dir.string(), "tcp", 1, 2, 4096);
+    spawned = child.spawn(dir.str(), "tcp", 1, 2, 4096);
     if (!spawned.isOk()) return;
     std::string cmdline = "/proc/" + std::to_string(child.pid()) + "/cmdline";
     for (Deadline d = Deadline::after(5); !running && !d.expired();) {
@@ -164,16 +159,11 @@ TEST(Tcp, ChildPeerDiesWithTheThreadThatSpawnedIt) {
 }
 
 TEST(Tcp, HungPeerTimesOutAfterOpTimeout) {
-  auto dir = std::filesystem::temp_directory_path() / ("tide-tcp-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() { std::filesystem::remove_all(dir); }
-  } cleanup{dir};
-  FileStore store(dir.string());
+  ScratchDir dir("tide-tcp");
+  FileStore store(dir.str());
   const uint64_t kLen = 64 << 20;
   ChildPeer child;
-  ASSERT_TRUE(child.spawn(dir.string(), "tcp", 1, 2, kLen).isOk());
+  ASSERT_TRUE(child.spawn(dir.str(), "tcp", 1, 2, kLen).isOk());
   TransportConfig c;
   c.backend = "tcp";
   c.worldSize = 2;

@@ -94,6 +94,17 @@ Result<Buffer> makeBuffer(Transport& t, uint64_t size, uint32_t seed) {
   return b;
 }
 
+ScratchDir::ScratchDir(const std::string& name)
+    : path_(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()))) {
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;  // best effort: a test's failure is reported already
+  std::filesystem::remove_all(path_, ignored);
+}
+
 ChildPeer::~ChildPeer() {
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);

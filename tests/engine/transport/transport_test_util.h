@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -38,6 +39,20 @@ Result<Buffer> makeBuffer(Transport& t, uint64_t size, uint32_t seed);
 void fillPattern(uint8_t* p, uint64_t n, uint32_t seed);
 // First index where the two differ, or -1.
 int64_t firstDiff(const uint8_t* a, const uint8_t* b, uint64_t n);
+
+// A fresh directory under the system's temp dir (name + "-" + pid), removed
+// with everything in it on destruction.
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
 
 // A rank of another process running transport_peer; killed on destruction,
 // and by the kernel if the thread that spawned it ends (so call spawn() from
