@@ -301,7 +301,6 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
                         layoutNodes(trainNodes, s.train.worldSize(), g, origin, "train"));
   if (inferNodes == 0) {
     s.inferNodes = 0;  // validateScenario checks that they fit
-    s.inferOnTrainNodes = true;
   } else {
     TIDE_ASSIGN_OR_RETURN(s.inferNodes,
                           layoutNodes(inferNodes, s.infer.worldSize(), g, origin, "infer"));

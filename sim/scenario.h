@@ -49,14 +49,13 @@ struct Scenario {
   workloads::TrainLayout train;
   workloads::InferLayout infer;
   int trainNodes = 0;
-  int inferNodes = 0;  // 0 when the engines share the training nodes
-  // `[infer] nodes = 0`: the engines sit on the training nodes' GPUs after
-  // the training ranks.
-  bool inferOnTrainNodes = false;
+  // 0 (`[infer] nodes = 0`): the engines sit on the training nodes' GPUs
+  // after the training ranks.
+  int inferNodes = 0;
   workloads::ClusterSpec cluster;
   StrategyParams strategy;
   Calibration calib;
-  bool sharesTrainNodes() const { return inferOnTrainNodes; }
+  bool sharesTrainNodes() const { return inferNodes == 0; }
   // GPU id of inference rank 0: GPUs are numbered node * gpus_per_node + gpu.
   int inferBase() const {
     return sharesTrainNodes() ? train.worldSize() : trainNodes * cluster.gpusPerNode;

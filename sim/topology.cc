@@ -63,27 +63,23 @@ void Topology::appendRdmaPath(int a, int b, std::vector<LinkId>& out) const {
 }
 
 void Topology::appendLinks(int a, int b, bool viaNic, std::vector<LinkId>& out) const {
-  size_t from = out.size();
-  appendRaw(a, b, viaNic, out);
-  out.erase(std::remove(out.begin() + from, out.end(), kNoLink), out.end());
-}
-
-void Topology::appendRaw(int a, int b, bool viaNic, std::vector<LinkId>& out) const {
   if (a == b) return;
+  size_t from = out.size();
   if (!viaNic && nodeOf(a) == nodeOf(b)) {
     out.push_back(gpu_[a].nvTx);
     out.push_back(gpu_[b].nvRx);
-    return;
-  }
-  out.push_back(nicTx(a));
-  if (nodesPerLeaf_ > 0) {
-    int la = nodeOf(a) / nodesPerLeaf_, lb = nodeOf(b) / nodesPerLeaf_;
-    if (la != lb) {
-      out.push_back(leafUp_[la]);
-      out.push_back(leafDown_[lb]);
+  } else {
+    out.push_back(nicTx(a));
+    if (nodesPerLeaf_ > 0) {
+      int la = nodeOf(a) / nodesPerLeaf_, lb = nodeOf(b) / nodesPerLeaf_;
+      if (la != lb) {
+        out.push_back(leafUp_[la]);
+        out.push_back(leafDown_[lb]);
+      }
     }
+    out.push_back(nicRx(b));
   }
-  out.push_back(nicRx(b));
+  out.erase(std::remove(out.begin() + from, out.end(), kNoLink), out.end());
 }
 
 std::vector<LinkId> Topology::path(int a, int b) const {

@@ -56,7 +56,6 @@ class Topology {
  private:
   int nicIndex(int g) const;
   void appendLinks(int a, int b, bool viaNic, std::vector<LinkId>& out) const;
-  void appendRaw(int a, int b, bool viaNic, std::vector<LinkId>& out) const;
 
   const FlowSolver& solver_;
   int gpusPerNode_ = 1;

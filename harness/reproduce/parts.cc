@@ -7,6 +7,7 @@
 #include <string>
 
 #include "harness/reproduce/part.h"
+#include "harness/workload_options.h"
 
 namespace tide::harness::reproduce {
 
@@ -91,18 +92,19 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
                    "",
                    {{"result", d + "sim_rl.json"}},
                    {}});
+  const WorkloadOptions kimi;  // the published Kimi-K2 run's layouts
   for (const char* s : {"broadcast", "p2p"}) {
     std::string n = std::string("plan_kimi_") + s;
-    parts.push_back({n,
-                     std::string("Kimi-K2 transfer plan and its lower bound: ") + s,
-                     {T, "plan", "--model", "kimi-k2", "--train", "tp=8,pp=8,cp=4,ep=32", "--infer",
-                      "engines=8,tp=32,ep=32,dp_attn=8,dp_lm_head=1,dense_tp=1", "--cluster",
-                      "h100-ib-8x400:nodes=64", "--strategy", s, "--json", d + n + ".json"},
-                     20,
-                     600,
-                     "",
-                     {{"result", d + n + ".json"}},
-                     {}});
+    parts.push_back(
+        {n,
+         std::string("Kimi-K2 transfer plan and its lower bound: ") + s,
+         {T, "plan", "--model", kimi.model, "--train", kimi.train, "--infer", kimi.infer,
+          "--cluster", "h100-ib-8x400:nodes=64", "--strategy", s, "--json", d + n + ".json"},
+         20,
+         600,
+         "",
+         {{"result", d + n + ".json"}},
+         {}});
   }
   for (const char* s : {"broadcast", "p2p"}) {
     std::string n = std::string("sync_threads_") + s;
