@@ -219,7 +219,8 @@ Status parseCalibrationTable(const toml::table& t, std::string_view origin, Cali
 }
 
 // `broadcast` and `p2p` are the primary figures; `<strategy>_<label>` (e.g.
-// broadcast_rfc) another published figure of the same run.
+// broadcast_rfc) another published figure of the same run;
+// `<strategy>_transfer` and `<strategy>_finalize` a phase of it.
 Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenario& s) {
   TomlFields f(t, tableOrigin(origin, "published"));
   for (auto&& [k, node] : t) {
@@ -232,7 +233,11 @@ Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenar
     double v = 0;
     TIDE_RETURN_IF_ERROR(f.getDouble(key, v, false));
     if (v <= 0) return f.error(key, "must be seconds > 0");
-    s.published.push_back({strategy, label, v});
+    if (label == "transfer" || label == "finalize") {
+      s.published.push_back({strategy, "", label, v});
+    } else {
+      s.published.push_back({strategy, label, "", v});
+    }
   }
   return f.rejectUnknown();
 }

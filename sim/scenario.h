@@ -61,10 +61,13 @@ struct Scenario {
     return sharesTrainNodes() ? train.worldSize() : trainNodes * cluster.gpusPerNode;
   }
   // Published update times to compare with: per strategy its primary figure
-  // (label empty) and any other published figure under a label.
+  // (label empty) and any other published figure under a label; `part`
+  // names a phase of the update ("transfer" or "finalize",
+  // StrategyResult) where the figure covers only that phase.
   struct Published {
-    std::string strategy, label;
+    std::string strategy, label, part;
     double seconds = 0;
+    bool primary() const { return label.empty() && part.empty(); }
     // "published", or "published (label)" for a labelled figure.
     std::string name() const { return label.empty() ? "published" : "published (" + label + ")"; }
   };

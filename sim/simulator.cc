@@ -1,5 +1,7 @@
 #include "sim/simulator.h"
 
+#include <algorithm>
+
 #include "sim/model_shares.h"
 #include "sim/strategy_graphs.h"
 #include "sim/topology.h"
@@ -50,6 +52,40 @@ Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy)
   return r;
 }
 
+namespace {
+
+// Phase boundaries from the stages: the opening rounds (and a first
+// update's registration) come before everything else, and post-processing starts
+// the moment the last transfer ends (zero-length tasks when a model has
+// nothing to redo).
+void splitPhases(StrategyResult& r) {
+  double transferStart = r.seconds, transferEnd = r.seconds;
+  bool rounds = false, post = false;
+  for (const auto& s : r.stages) {
+    if (s.tasks == 0) continue;
+    if (s.name == "pause_resume") {
+      rounds = true;
+    } else if (s.name == "register") {
+      continue;  // the framework registers while it prepares the engines
+    } else if (s.name == "postprocess") {
+      post = true;
+      transferEnd = s.first;
+    } else {
+      transferStart = std::min(transferStart, s.first);
+    }
+  }
+  if (!rounds || !post) {
+    r.prepareSeconds = r.finalizeSeconds = 0;
+    r.transferSeconds = r.seconds;
+    return;
+  }
+  r.prepareSeconds = transferStart;
+  r.transferSeconds = transferEnd - transferStart;
+  r.finalizeSeconds = r.seconds - transferEnd;
+}
+
+}  // namespace
+
 void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g) {
   r.seconds = ex.makespan;
   r.stages = std::move(ex.stages);
@@ -59,6 +95,7 @@ void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g) {
   r.eventsPerSecond = ex.eventsPerSecond();
   r.events = std::move(ex.events);
   r.stageNames = g.stageNames();
+  splitPhases(r);
 }
 
 nlohmann::json StrategyResult::toJson() const {
@@ -75,6 +112,9 @@ nlohmann::json StrategyResult::toJson() const {
   j["buckets_per_stage"] = bucketsPerStage;
   j["merge_factor"] = mergeFactor;
   j["registration_seconds"] = registrationSeconds;
+  j["phases"] = {{"prepare_seconds", prepareSeconds},
+                 {"transfer_seconds", transferSeconds},
+                 {"finalize_seconds", finalizeSeconds}};
   nlohmann::json st = nlohmann::json::array();
   for (const auto& s : stages) {
     st.push_back({{"name", s.name},

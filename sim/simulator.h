@@ -28,6 +28,18 @@ struct StrategyResult {
   int bucketsPerStage = 0;
   double mergeFactor = 1;
   double registrationSeconds = 0;
+  // The update's three phases, as the RL framework times them: the control
+  // rounds that pause the engines and open the session; the transfer, from
+  // the first gather to the last byte landed and loaded; the finalization
+  // (post-processing on the engines, the closing rounds, resume). A graph
+  // without the control rounds (a lowered plan) is all transfer.
+  double prepareSeconds = 0, transferSeconds = 0, finalizeSeconds = 0;
+  // The whole update for "", else the phase "transfer" or "finalize".
+  double phaseSeconds(std::string_view part) const {
+    if (part == "transfer") return transferSeconds;
+    if (part == "finalize") return finalizeSeconds;
+    return seconds;
+  }
   uint64_t tasks = 0;
   uint64_t flows = 0;
   double wallSeconds = 0;

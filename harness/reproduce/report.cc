@@ -45,7 +45,7 @@ nlohmann::json readJson(const std::string& path) {
 }
 
 // A number at a JSON pointer, or NaN-free "absent".
-bool num(const nlohmann::json& j, const char* ptr, double* out) {
+bool num(const nlohmann::json& j, const std::string& ptr, double* out) {
   if (!j.is_object()) return false;
   nlohmann::json::json_pointer p(ptr);
   if (!j.contains(p) || !j.at(p).is_number()) return false;
@@ -96,7 +96,15 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
     if (!num(j, "/results/0/seconds", &secs)) continue;
     for (const auto& p : in.published) {
       if (p.strategy != s) continue;
-      f.push_back({kSim, std::string(s) + " time", "s", secs, p.name(), p.seconds, part});
+      if (p.part.empty()) {
+        f.push_back({kSim, std::string(s) + " time", "s", secs, p.name(), p.seconds, part});
+        continue;
+      }
+      double phase = 0;
+      if (num(j, "/results/0/phases/" + p.part + "_seconds", &phase)) {
+        f.push_back({kSim, std::string(s) + " " + p.part + " phase", "s", phase, p.name(),
+                     p.seconds, part});
+      }
     }
     if (num(j, "/results/0/lower_bound_seconds", &lb)) {
       f.push_back({kSim, std::string(s) + " time", "s", secs, "lower bound", lb, part});
@@ -108,7 +116,7 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
         num(docOf(in, "sim_kimi_p2p"), "/results/0/seconds", &p) && p > 0) {
       double pb = 0, pp = 0;
       for (const auto& pub : in.published) {
-        if (!pub.label.empty()) continue;  // the primary figures only
+        if (!pub.primary()) continue;
         if (pub.strategy == "broadcast") pb = pub.seconds;
         if (pub.strategy == "p2p") pp = pub.seconds;
       }

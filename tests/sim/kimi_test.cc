@@ -2,10 +2,10 @@
 // published Kimi-K2 figures (docs/sources.md): broadcast 53.3 s and p2p 7.2 s,
 // each within 15 %, ratio 6.4-8.4; and each simulation under 10 s of CPU.
 //
-// Both are known gaps against the write-up's table (docs/sim.md, "Known
-// gap"): the mechanisms modelled from the public implementation predict
-// about half of the published p2p time, and a broadcast about 18 % below the
-// table, at the 43 s the design RFC measured for the same run. A
+// p2p is a known gap (docs/sim.md, "Known gap"): the mechanisms modelled
+// from the public implementation predict about 60 % of the published p2p
+// time, all of the shortfall in its transfer phase; broadcast lands between
+// the table and the 43 s the design RFC measured for the same run. A
 // reproduction check that misses is reported as skipped with its figures
 // unless TIDE_SIM_STRICT=1, so the suite stays green while the figures stay
 // visible; the checks that must hold whatever the gaps (broadcast within
@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -109,6 +110,27 @@ TEST(KimiK2, P2pWithin15PercentOfPublishedAndRatio) {
   EXPECT_LE(ratio, 8.4);
 }
 
+// The published p2p time in its phases (docs/sources.md): the finalization
+// (post-processing, the closing rounds) is modelled from the framework's
+// documented post_load_weights and must hold; the transfer carries the gap.
+TEST(KimiK2, P2pFinalizationWithin15PercentOfPublished) {
+  Scenario sc = kimi();
+  auto p = simulate(sc, "p2p");
+  ASSERT_TRUE(p.isOk());
+  int parts = 0;
+  for (const auto& pub : sc.published) {
+    if (pub.strategy != "p2p" || pub.part.empty()) continue;
+    ++parts;
+    double sim = p->phaseSeconds(pub.part);
+    std::printf("p2p %-8s simulated %.3f s, published %.3f s, error %+.1f %%\n", pub.part.c_str(),
+                sim, pub.seconds, (sim / pub.seconds - 1) * 100);
+    if (pub.part == "finalize") {
+      EXPECT_NEAR(sim, pub.seconds, 0.15 * pub.seconds);
+    }
+  }
+  EXPECT_EQ(parts, 2) << "scenarios/kimi-k2-miles.toml gives p2p_transfer and p2p_finalize";
+}
+
 // Every published row other than the headline, simulated once.
 struct Row {
   std::string name, strategy;
@@ -125,7 +147,7 @@ const std::vector<Row>& publishedRows() {
       auto sc = loadScenario(entry.path().string());
       if (!sc.isOk()) throw StatusError(sc.status());
       for (const auto& p : sc->published) {
-        if (!p.label.empty()) continue;
+        if (!p.primary()) continue;
         auto r = simulate(*sc, p.strategy);
         if (!r.isOk()) throw StatusError(r.status());
         out.push_back({sc->name, p.strategy, r->seconds, p.seconds, sc->sharesTrainNodes()});

@@ -83,6 +83,20 @@ TEST(Scenario, PublishedFiguresCarryALabelBesideThePrimaryOne) {
   EXPECT_EQ(primary, 2);
 }
 
+TEST(Scenario, PublishedPhaseFiguresNameTheirPart) {
+  Scenario sc =
+      load(scenarioText("engines=2,tp=8,ep=8", 2,
+                        "[published]\np2p = 7.0\np2p_transfer = 6.0\np2p_finalize = 0.9\n"));
+  ASSERT_EQ(sc.published.size(), 3u);
+  for (const auto& p : sc.published) {
+    EXPECT_EQ(p.strategy, "p2p");
+    EXPECT_TRUE(p.label.empty());
+    EXPECT_EQ(p.primary(), p.part.empty());
+    double expect = p.part == "transfer" ? 6.0 : p.part == "finalize" ? 0.9 : 7.0;
+    EXPECT_EQ(p.seconds, expect) << p.part;
+  }
+}
+
 TEST(Scenario, EachStrategysRunMayHaveItsOwnBucketAndTheLockPollsByDefault) {
   Scenario one = load(scenarioText("engines=2,tp=8,ep=8", 2));
   EXPECT_EQ(one.strategy.bucketFor("broadcast"), 1000000000u);

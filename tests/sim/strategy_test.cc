@@ -402,6 +402,32 @@ TEST(Strategy, ControlRoundsAroundTheUpdate) {
   }
 }
 
+TEST(Strategy, UpdateSplitsIntoPrepareTransferAndFinalize) {
+  // As the RL framework times an update: the opening rounds (and a first
+  // update's registration) prepare it, the finalization is post-processing
+  // plus the closing rounds, and the transfer is everything between.
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  Scenario first = load(scenarioText("engines=2,tp=8,ep=8", 2, "first_update = true\n"));
+  const double call = sc.calib.engineCallSeconds;
+  for (auto [strategy, closing] : {std::pair{"broadcast", 2}, std::pair{"p2p", 3}}) {
+    auto r = simulate(sc, strategy);
+    ASSERT_TRUE(r.isOk());
+    EXPECT_NEAR(r->prepareSeconds, 3 * call, 1e-12) << strategy;
+    EXPECT_NEAR(r->finalizeSeconds, closing * call, 1e-9) << strategy;  // nothing to redo
+    EXPECT_GT(r->transferSeconds, 0) << strategy;
+    EXPECT_NEAR(r->prepareSeconds + r->transferSeconds + r->finalizeSeconds, r->seconds, 1e-9)
+        << strategy;
+    EXPECT_EQ(r->phaseSeconds(""), r->seconds);
+    EXPECT_EQ(r->phaseSeconds("transfer"), r->transferSeconds);
+    EXPECT_EQ(r->phaseSeconds("finalize"), r->finalizeSeconds);
+  }
+  auto a = simulate(sc, "p2p");
+  auto b = simulate(first, "p2p");
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  EXPECT_NEAR(b->prepareSeconds - a->prepareSeconds, b->registrationSeconds, 1e-6);
+  EXPECT_NEAR(b->transferSeconds, a->transferSeconds, 1e-6);
+}
+
 TEST(Strategy, CriticalPathAddsUpToTheUpdate) {
   // The per-stage critical-path shares partition the update time; in
   // broadcast the engines' one-request-at-a-time chain carries most of it.
