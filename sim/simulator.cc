@@ -55,9 +55,9 @@ Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy)
 namespace {
 
 // Phase boundaries from the stages: the opening rounds (and a first
-// update's registration) come before everything else, and post-processing starts
-// the moment the last transfer ends (zero-length tasks when a model has
-// nothing to redo).
+// update's registration) come before everything else, and post-processing
+// starts the moment the last transfer ends (zero-length tasks when a model
+// has nothing to redo).
 void splitPhases(StrategyResult& r) {
   double transferStart = r.seconds, transferEnd = r.seconds;
   bool rounds = false, post = false;

@@ -31,8 +31,10 @@ struct StrategyResult {
   // The update's three phases, as the RL framework times them: the control
   // rounds that pause the engines and open the session; the transfer, from
   // the first gather to the last byte landed and loaded; the finalization
-  // (post-processing on the engines, the closing rounds, resume). A graph
-  // without the control rounds (a lowered plan) is all transfer.
+  // (post-processing on the engines, the closing rounds, resume; a
+  // broadcast's re-quantization, which its engines run inside the loads,
+  // is counted here too). A graph without the control rounds (a lowered
+  // plan) is all transfer.
   double prepareSeconds = 0, transferSeconds = 0, finalizeSeconds = 0;
   // The whole update for "", else the phase "transfer" or "finalize".
   double phaseSeconds(std::string_view part) const {
