@@ -33,13 +33,12 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
     std::printf("  %-14s %10.3f %10.3f %10.3f %10.3f %12.2f\n", s.name.c_str(), s.first, s.last,
                 s.busy, s.critical, s.bytes / 1e9);
   }
-  std::printf("  phases: prepare %.3f s, transfer %.3f s, finalize %.3f s\n", r.prepareSeconds,
+  std::printf("  spans: prepare %.3f s, transfer %.3f s, finalize %.3f s\n", r.prepareSeconds,
               r.transferSeconds, r.finalizeSeconds);
   for (const auto& p : sc.published) {
     if (p.strategy != r.strategy) continue;
-    double sim = r.phaseSeconds(p.part);
-    std::printf("  %s%s%s %.3f s, error %+.1f %%\n", p.name().c_str(), p.part.empty() ? "" : " ",
-                p.part.c_str(), p.seconds, (sim / p.seconds - 1) * 100);
+    std::printf("  %s %.3f s, error %+.1f %%\n", p.name().c_str(), p.seconds,
+                (r.spanSeconds(p.span) / p.seconds - 1) * 100);
   }
   std::printf("  %llu tasks, %llu flows, %.2f s wall, %.0f events/s\n",
               static_cast<unsigned long long>(r.tasks), static_cast<unsigned long long>(r.flows),

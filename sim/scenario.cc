@@ -220,7 +220,15 @@ Status parseCalibrationTable(const toml::table& t, std::string_view origin, Cali
 
 // `broadcast` and `p2p` are the primary figures; `<strategy>_<label>` (e.g.
 // broadcast_rfc) another published figure of the same run;
-// `<strategy>_transfer` and `<strategy>_finalize` a phase of it.
+// `<strategy>_prepare`, `_transfer` and `_finalize` a span of it.
+// 0 for a whole-update figure, else the span's place in the update.
+int spanRank(std::string_view span) {
+  if (span == "prepare") return 1;
+  if (span == "transfer") return 2;
+  if (span == "finalize") return 3;
+  return 0;
+}
+
 Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenario& s) {
   TomlFields f(t, tableOrigin(origin, "published"));
   for (auto&& [k, node] : t) {
@@ -233,12 +241,15 @@ Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenar
     double v = 0;
     TIDE_RETURN_IF_ERROR(f.getDouble(key, v, false));
     if (v <= 0) return f.error(key, "must be seconds > 0");
-    if (label == "transfer" || label == "finalize") {
+    if (spanRank(label) > 0) {
       s.published.push_back({strategy, "", label, v});
     } else {
       s.published.push_back({strategy, label, "", v});
     }
   }
+  std::stable_sort(s.published.begin(), s.published.end(), [](const auto& a, const auto& b) {
+    return spanRank(a.span) < spanRank(b.span);
+  });
   return f.rejectUnknown();
 }
 

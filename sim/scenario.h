@@ -61,15 +61,18 @@ struct Scenario {
     return sharesTrainNodes() ? train.worldSize() : trainNodes * cluster.gpusPerNode;
   }
   // Published update times to compare with: per strategy its primary figure
-  // (label empty) and any other published figure under a label; `part`
-  // names a phase of the update ("transfer" or "finalize",
-  // StrategyResult) where the figure covers only that phase.
+  // (label empty), any other published figure under a label, and figures of
+  // one span of the update (`span`: "prepare", "transfer" or "finalize",
+  // StrategyResult), listed in that order.
   struct Published {
-    std::string strategy, label, part;
+    std::string strategy, label, span;
     double seconds = 0;
-    bool primary() const { return label.empty() && part.empty(); }
-    // "published", or "published (label)" for a labelled figure.
-    std::string name() const { return label.empty() ? "published" : "published (" + label + ")"; }
+    bool primary() const { return label.empty() && span.empty(); }
+    // "published", "published (label)" or "published (transfer span)".
+    std::string name() const {
+      if (!span.empty()) return "published (" + span + " span)";
+      return label.empty() ? "published" : "published (" + label + ")";
+    }
   };
   std::vector<Published> published;
 };

@@ -54,31 +54,29 @@ Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy)
 
 namespace {
 
-// Phase boundaries from the stages: the opening rounds (and a first
+// Span boundaries from the stages: the opening rounds (and a first
 // update's registration) come before everything else, and post-processing
 // starts the moment the last transfer ends (zero-length tasks when a model
 // has nothing to redo).
-void splitPhases(StrategyResult& r) {
+void splitSpans(StrategyResult& r) {
   double transferStart = r.seconds, transferEnd = r.seconds;
   bool rounds = false, post = false;
   for (const auto& s : r.stages) {
     if (s.tasks == 0) continue;
-    if (s.name == "pause_resume") {
+    if (s.name == kStageRounds) {
       rounds = true;
-    } else if (s.name == "register") {
+    } else if (s.name == kStageRegister) {
       continue;  // the framework registers while it prepares the engines
-    } else if (s.name == "postprocess") {
+    } else if (s.name == kStagePostprocess) {
       post = true;
       transferEnd = s.first;
     } else {
       transferStart = std::min(transferStart, s.first);
     }
   }
-  if (!rounds || !post) {
-    r.prepareSeconds = r.finalizeSeconds = 0;
-    r.transferSeconds = r.seconds;
-    return;
-  }
+  r.prepareSeconds = r.finalizeSeconds = 0;
+  r.transferSeconds = r.seconds;
+  if (!rounds || !post || transferStart > transferEnd) return;  // not a scenario graph
   r.prepareSeconds = transferStart;
   r.transferSeconds = transferEnd - transferStart;
   r.finalizeSeconds = r.seconds - transferEnd;
@@ -95,7 +93,7 @@ void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g) {
   r.eventsPerSecond = ex.eventsPerSecond();
   r.events = std::move(ex.events);
   r.stageNames = g.stageNames();
-  splitPhases(r);
+  splitSpans(r);
 }
 
 nlohmann::json StrategyResult::toJson() const {
@@ -112,9 +110,9 @@ nlohmann::json StrategyResult::toJson() const {
   j["buckets_per_stage"] = bucketsPerStage;
   j["merge_factor"] = mergeFactor;
   j["registration_seconds"] = registrationSeconds;
-  j["phases"] = {{"prepare_seconds", prepareSeconds},
-                 {"transfer_seconds", transferSeconds},
-                 {"finalize_seconds", finalizeSeconds}};
+  j["spans"] = {{"prepare_seconds", prepareSeconds},
+                {"transfer_seconds", transferSeconds},
+                {"finalize_seconds", finalizeSeconds}};
   nlohmann::json st = nlohmann::json::array();
   for (const auto& s : stages) {
     st.push_back({{"name", s.name},

@@ -28,18 +28,21 @@ struct StrategyResult {
   int bucketsPerStage = 0;
   double mergeFactor = 1;
   double registrationSeconds = 0;
-  // The update's three phases, as the RL framework times them: the control
-  // rounds that pause the engines and open the session; the transfer, from
-  // the first gather to the last byte landed and loaded; the finalization
-  // (post-processing on the engines, the closing rounds, resume; a
-  // broadcast's re-quantization, which its engines run inside the loads,
-  // is counted here too). A graph without the control rounds (a lowered
-  // plan) is all transfer.
+  // The update's three spans, as the RL framework times them: prepare (the
+  // control rounds that pause the engines and open the session, and a first
+  // update's registration); transfer (`update_weights_implementation`: from
+  // the first gather to the last byte landed and loaded); finalize
+  // (`finalize_and_resume_engines`: post-processing on the engines, the
+  // closing rounds; a broadcast's re-quantization, which its engines run
+  // inside the loads, is counted here too). A graph without the control
+  // rounds (a lowered plan) is all transfer.
   double prepareSeconds = 0, transferSeconds = 0, finalizeSeconds = 0;
-  // The whole update for "", else the phase "transfer" or "finalize".
-  double phaseSeconds(std::string_view part) const {
-    if (part == "transfer") return transferSeconds;
-    if (part == "finalize") return finalizeSeconds;
+  // The whole update for "", else the span "prepare", "transfer" or
+  // "finalize".
+  double spanSeconds(std::string_view span) const {
+    if (span == "prepare") return prepareSeconds;
+    if (span == "transfer") return transferSeconds;
+    if (span == "finalize") return finalizeSeconds;
     return seconds;
   }
   uint64_t tasks = 0;

@@ -256,8 +256,8 @@ std::vector<int> tpGroup(const workloads::TrainLayout& l, int pp) {
 TaskId finish(Ctx& x, TaskId allDone, double endRounds) {
   const auto& il = x.sc.infer;
   const auto& m = x.sc.model;
-  uint16_t post = x.g.stageId("postprocess");
-  uint16_t resume = x.g.stageId("pause_resume");
+  uint16_t post = x.g.stageId(kStagePostprocess);
+  uint16_t resume = x.g.stageId(kStageRounds);
   TaskId postJoin = x.g.addJoin();
   bool requant =
       m.attention == workloads::AttentionType::kMla && m.inferDtype == workloads::DType::kFP8E4M3;
@@ -404,7 +404,7 @@ void buildP2p(Ctx& x, TaskId start, GraphInfo& info) {
   uint16_t sLoad = x.g.stageId("replica_load");
   uint16_t sD2h = x.g.stageId("d2h");
   uint16_t sWrite = x.g.stageId("rdma_write");
-  uint16_t sReg = x.g.stageId("register");
+  uint16_t sReg = x.g.stageId(kStageRegister);
   int per = tl.tp * tl.cp * tl.dp;
   bool pipelined = x.sc.strategy.pipelined;
   TaskId allDone = x.g.addJoin();
@@ -558,7 +558,7 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
     info.bucketsPerStage = std::max(info.bucketsPerStage, real);
   }
   TaskId start =
-      g.addDelay(sc.calib.engineCallSeconds * kStartRounds, x.inferBase, g.stageId("pause_resume"));
+      g.addDelay(sc.calib.engineCallSeconds * kStartRounds, x.inferBase, g.stageId(kStageRounds));
   if (strategy == "broadcast") {
     buildBroadcast(x, start);
   } else if (strategy == "p2p") {

@@ -27,6 +27,12 @@
 
 namespace tide::sim {
 
+// Stages that bound the update's spans (StrategyResult): the control rounds
+// to the engines, a first update's registration, the post-processing.
+inline constexpr const char* kStageRounds = "pause_resume";
+inline constexpr const char* kStageRegister = "register";
+inline constexpr const char* kStagePostprocess = "postprocess";
+
 struct GraphInfo {
   double mergeFactor = 1;  // real buckets per simulated bucket
   int bucketsPerStage = 0;

@@ -96,14 +96,14 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
     if (!num(j, "/results/0/seconds", &secs)) continue;
     for (const auto& p : in.published) {
       if (p.strategy != s) continue;
-      if (p.part.empty()) {
+      if (p.span.empty()) {
         f.push_back({kSim, std::string(s) + " time", "s", secs, p.name(), p.seconds, part});
         continue;
       }
-      double phase = 0;
-      if (num(j, "/results/0/phases/" + p.part + "_seconds", &phase)) {
-        f.push_back({kSim, std::string(s) + " " + p.part + " phase", "s", phase, p.name(),
-                     p.seconds, part});
+      double span = 0;
+      if (num(j, "/results/0/spans/" + p.span + "_seconds", &span)) {
+        f.push_back(
+            {kSim, std::string(s) + " " + p.span + " span", "s", span, p.name(), p.seconds, part});
       }
     }
     if (num(j, "/results/0/lower_bound_seconds", &lb)) {

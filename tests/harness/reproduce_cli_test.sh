@@ -48,6 +48,16 @@ import os
 assert os.path.getsize(d + "/timeline_sync.png") > 1000
 PYEOF
 
+# The simulated Kimi-K2 p2p update beside its published figures: the whole
+# update and each span the scenario publishes.
+"$TIDE" reproduce --quick --source "$dir/src" --out "$dir/s" --only sim_kimi_p2p --no-plots \
+  > "$dir/out" 2>&1 || { cat "$dir/out"; fail "sim_kimi_p2p part"; }
+for row in '| p2p time | [0-9.]* | s | published | 7.227 s' \
+           '| p2p transfer span | [0-9.]* | s | published (transfer span) | 6.290 s' \
+           '| p2p finalize span | [0-9.]* | s | published (finalize span) | 0.88 s'; do
+  grep -q -- "$row" "$dir/s/REPORT.md" || { cat "$dir/s/REPORT.md"; fail "no row: $row"; }
+done
+
 # The quick set skips the SoftRoCE guest with a reason, exit 0.
 "$TIDE" reproduce --quick --source "$dir/src" --out "$dir/q" --only transport_rdma --no-plots \
   > "$dir/out" 2>&1 || { cat "$dir/out"; fail "quick skip must exit 0"; }

@@ -4,13 +4,14 @@
 //
 // p2p is a known gap (docs/sim.md, "Known gap"): the mechanisms modelled
 // from the public implementation predict about 60 % of the published p2p
-// time, all of the shortfall in its transfer phase; broadcast lands between
-// the table and the 43 s the design RFC measured for the same run. A
+// time, the shortfall in its transfer span; broadcast lands between the
+// table and the 43 s the design RFC measured for the same run. A
 // reproduction check that misses is reported as skipped with its figures
 // unless TIDE_SIM_STRICT=1, so the suite stays green while the figures stay
 // visible; the checks that must hold whatever the gaps (broadcast within
 // 15 % of the RFC and 30 % of the table, p2p beats broadcast and is not
-// below its own lower bound, both run fast) always run.
+// below its own lower bound, its finalize span holds the documented
+// post-processing, both run fast) always run.
 //
 // The same write-up published seven more configurations
 // (scenarios/published/): broadcast is checked against each within a wider
@@ -110,25 +111,27 @@ TEST(KimiK2, P2pWithin15PercentOfPublishedAndRatio) {
   EXPECT_LE(ratio, 8.4);
 }
 
-// The published p2p time in its phases (docs/sources.md): the finalization
-// (post-processing, the closing rounds) is modelled from the framework's
-// documented post_load_weights and must hold; the transfer carries the gap.
-TEST(KimiK2, P2pFinalizationWithin15PercentOfPublished) {
+// The published p2p time in its spans (docs/sources.md). The finalization
+// is post-processing whose rate (mla_requant_ms) comes from the same
+// documentation's ~884 ms, so its agreement checks that the split puts the
+// post-processing and the closing rounds there, not the model of them; the
+// transfer span, printed, is where the p2p gap sits.
+TEST(KimiK2, P2pFinalizeSpanHoldsTheDocumentedPostProcessing) {
   Scenario sc = kimi();
   auto p = simulate(sc, "p2p");
   ASSERT_TRUE(p.isOk());
-  int parts = 0;
+  int spans = 0;
   for (const auto& pub : sc.published) {
-    if (pub.strategy != "p2p" || pub.part.empty()) continue;
-    ++parts;
-    double sim = p->phaseSeconds(pub.part);
-    std::printf("p2p %-8s simulated %.3f s, published %.3f s, error %+.1f %%\n", pub.part.c_str(),
+    if (pub.strategy != "p2p" || pub.span.empty()) continue;
+    ++spans;
+    double sim = p->spanSeconds(pub.span);
+    std::printf("p2p %-8s simulated %.3f s, published %.3f s, error %+.1f %%\n", pub.span.c_str(),
                 sim, pub.seconds, (sim / pub.seconds - 1) * 100);
-    if (pub.part == "finalize") {
+    if (pub.span == "finalize") {
       EXPECT_NEAR(sim, pub.seconds, 0.15 * pub.seconds);
     }
   }
-  EXPECT_EQ(parts, 2) << "scenarios/kimi-k2-miles.toml gives p2p_transfer and p2p_finalize";
+  EXPECT_EQ(spans, 2) << "scenarios/kimi-k2-miles.toml gives p2p_transfer and p2p_finalize";
 }
 
 // Every published row other than the headline, simulated once.

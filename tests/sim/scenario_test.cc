@@ -83,18 +83,22 @@ TEST(Scenario, PublishedFiguresCarryALabelBesideThePrimaryOne) {
   EXPECT_EQ(primary, 2);
 }
 
-TEST(Scenario, PublishedPhaseFiguresNameTheirPart) {
-  Scenario sc =
-      load(scenarioText("engines=2,tp=8,ep=8", 2,
-                        "[published]\np2p = 7.0\np2p_transfer = 6.0\np2p_finalize = 0.9\n"));
-  ASSERT_EQ(sc.published.size(), 3u);
-  for (const auto& p : sc.published) {
+TEST(Scenario, PublishedSpanFiguresNameTheirSpanInTheUpdatesOrder) {
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2,
+                                  "[published]\np2p_finalize = 0.9\np2p = 7.0\n"
+                                  "p2p_transfer = 6.0\np2p_prepare = 0.1\n"));
+  ASSERT_EQ(sc.published.size(), 4u);
+  const char* order[] = {"", "prepare", "transfer", "finalize"};
+  const double seconds[] = {7.0, 0.1, 6.0, 0.9};
+  for (size_t i = 0; i < 4; ++i) {
+    const auto& p = sc.published[i];
     EXPECT_EQ(p.strategy, "p2p");
     EXPECT_TRUE(p.label.empty());
-    EXPECT_EQ(p.primary(), p.part.empty());
-    double expect = p.part == "transfer" ? 6.0 : p.part == "finalize" ? 0.9 : 7.0;
-    EXPECT_EQ(p.seconds, expect) << p.part;
+    EXPECT_EQ(p.span, order[i]);
+    EXPECT_EQ(p.primary(), i == 0);
+    EXPECT_EQ(p.seconds, seconds[i]) << p.span;
   }
+  EXPECT_EQ(sc.published[2].name(), "published (transfer span)");
 }
 
 TEST(Scenario, EachStrategysRunMayHaveItsOwnBucketAndTheLockPollsByDefault) {

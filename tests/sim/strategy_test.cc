@@ -402,28 +402,41 @@ TEST(Strategy, ControlRoundsAroundTheUpdate) {
   }
 }
 
-TEST(Strategy, UpdateSplitsIntoPrepareTransferAndFinalize) {
+TEST(Strategy, UpdateSplitsIntoPrepareTransferAndFinalizeSpans) {
   // As the RL framework times an update: the opening rounds (and a first
   // update's registration) prepare it, the finalization is post-processing
   // plus the closing rounds, and the transfer is everything between.
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
   Scenario first = load(scenarioText("engines=2,tp=8,ep=8", 2, "first_update = true\n"));
+  auto ds = workloads::loadModel("deepseek-v3");  // MLA, served in FP8
+  ASSERT_TRUE(ds.isOk());
+  auto small = workloads::scaled(*ds, 16);
+  ASSERT_TRUE(small.isOk());
+  Scenario mla = sc;
+  mla.model = *small;
+  mla.strategy.fp8Wire = true;
+  ASSERT_TRUE(validateScenario(mla).isOk());
   const double call = sc.calib.engineCallSeconds;
   for (auto [strategy, closing] : {std::pair{"broadcast", 2}, std::pair{"p2p", 3}}) {
-    auto r = simulate(sc, strategy);
-    ASSERT_TRUE(r.isOk());
-    EXPECT_NEAR(r->prepareSeconds, 3 * call, 1e-12) << strategy;
-    EXPECT_NEAR(r->finalizeSeconds, closing * call, 1e-9) << strategy;  // nothing to redo
-    EXPECT_GT(r->transferSeconds, 0) << strategy;
-    EXPECT_NEAR(r->prepareSeconds + r->transferSeconds + r->finalizeSeconds, r->seconds, 1e-9)
-        << strategy;
-    EXPECT_EQ(r->phaseSeconds(""), r->seconds);
-    EXPECT_EQ(r->phaseSeconds("transfer"), r->transferSeconds);
-    EXPECT_EQ(r->phaseSeconds("finalize"), r->finalizeSeconds);
+    for (const Scenario* s : {&sc, &mla}) {
+      auto r = simulate(*s, strategy);
+      ASSERT_TRUE(r.isOk());
+      double post = s == &mla ? s->model.layers * s->calib.mlaRequantSeconds : 0;
+      EXPECT_NEAR(r->prepareSeconds, 3 * call, 1e-12) << strategy;
+      EXPECT_NEAR(r->finalizeSeconds, post + closing * call, 1e-9) << strategy;
+      EXPECT_GT(r->transferSeconds, 0) << strategy;
+      EXPECT_NEAR(r->prepareSeconds + r->transferSeconds + r->finalizeSeconds, r->seconds, 1e-9)
+          << strategy;
+      EXPECT_EQ(r->spanSeconds(""), r->seconds);
+      EXPECT_EQ(r->spanSeconds("prepare"), r->prepareSeconds);
+      EXPECT_EQ(r->spanSeconds("transfer"), r->transferSeconds);
+      EXPECT_EQ(r->spanSeconds("finalize"), r->finalizeSeconds);
+    }
   }
   auto a = simulate(sc, "p2p");
   auto b = simulate(first, "p2p");
   ASSERT_TRUE(a.isOk() && b.isOk());
+  EXPECT_GT(b->registrationSeconds, 0);
   EXPECT_NEAR(b->prepareSeconds - a->prepareSeconds, b->registrationSeconds, 1e-6);
   EXPECT_NEAR(b->transferSeconds, a->transferSeconds, 1e-6);
 }

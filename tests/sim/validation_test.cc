@@ -113,6 +113,9 @@ TEST(PlanLowering, OneWriteRunsAtTheEmulatedNicRate) {
   // the shaper) plus one fabric latency.
   EXPECT_NEAR(r->seconds, kTensor / kPayload, 1e-4);
   EXPECT_EQ(r->events.size(), 1u);
+  // A lowered plan has no control rounds around it: it is all transfer.
+  EXPECT_EQ(r->transferSeconds, r->seconds);
+  EXPECT_EQ(r->prepareSeconds + r->finalizeSeconds, 0.0);
 }
 
 TEST(PlanLowering, IntraNodeTcpRunsAtTheHostRate) {
