@@ -218,9 +218,6 @@ Status parseCalibrationTable(const toml::table& t, std::string_view origin, Cali
   return f.rejectUnknown();
 }
 
-// `broadcast` and `p2p` are the primary figures; `<strategy>_<label>` (e.g.
-// broadcast_rfc) another published figure of the same run;
-// `<strategy>_prepare`, `_transfer` and `_finalize` a span of it.
 // 0 for a whole-update figure, else the span's place in the update.
 int spanRank(std::string_view span) {
   if (span == "prepare") return 1;
@@ -229,6 +226,9 @@ int spanRank(std::string_view span) {
   return 0;
 }
 
+// `broadcast` and `p2p` are the primary figures; `<strategy>_<label>` (e.g.
+// broadcast_rfc) another published figure of the same run;
+// `<strategy>_prepare`, `_transfer` and `_finalize` a span of it.
 Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenario& s) {
   TomlFields f(t, tableOrigin(origin, "published"));
   for (auto&& [k, node] : t) {
