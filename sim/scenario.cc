@@ -220,10 +220,9 @@ Status parseCalibrationTable(const toml::table& t, std::string_view origin, Cali
 
 // 0 for a whole-update figure, else the span's place in the update.
 int spanRank(std::string_view span) {
-  if (span == "prepare") return 1;
-  if (span == "transfer") return 2;
-  if (span == "finalize") return 3;
-  return 0;
+  const auto& spans = Scenario::kSpans;
+  auto it = std::find(spans.begin(), spans.end(), span);
+  return it == spans.end() ? 0 : static_cast<int>(it - spans.begin()) + 1;
 }
 
 // `broadcast` and `p2p` are the primary figures; `<strategy>_<label>` (e.g.

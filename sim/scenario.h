@@ -3,6 +3,7 @@
 // inference layouts and their nodes, cluster, strategy parameters,
 // calibration overrides and optional published figures to compare with.
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,10 +61,11 @@ struct Scenario {
   int inferBase() const {
     return sharesTrainNodes() ? train.worldSize() : trainNodes * cluster.gpusPerNode;
   }
+  // The spans of an update, in its order (StrategyResult times each).
+  static constexpr std::array<std::string_view, 3> kSpans{"prepare", "transfer", "finalize"};
   // Published update times to compare with: per strategy its primary figure
   // (label empty), any other published figure under a label, and figures of
-  // one span of the update (`span`: "prepare", "transfer" or "finalize",
-  // StrategyResult), listed in that order.
+  // one span of the update (`span`, one of kSpans), listed in that order.
   struct Published {
     std::string strategy, label, span;
     double seconds = 0;
