@@ -7,9 +7,11 @@
 #include "engine/transport/shm/shm_transport.h"
 #endif
 #ifdef TIDE_HAVE_RDMA
+#include "engine/transport/rdma/device.h"
 #include "engine/transport/rdma/rdma_transport.h"
 #endif
 #ifdef TIDE_HAVE_NCCL
+#include "engine/transport/nccl/nccl_handles.h"
 #include "engine/transport/nccl/nccl_transport.h"
 #endif
 
@@ -41,6 +43,19 @@ std::string whyNotCompiled(const std::string& backend) {
     return "disabled at configure time (TIDE_WITH_" +
            std::string(backend == "tcp" ? "TCP" : "SHM") + "=OFF)";
   return "unknown backend '" + backend + "' (known: tcp, shm, rdma, nccl)";
+}
+
+std::string whyCannotRunHere(const std::string& backend) {
+  std::string why = whyNotCompiled(backend);
+  if (!why.empty()) return why;
+#ifdef TIDE_HAVE_RDMA
+  if (backend == "rdma" && rdma::listDevices().empty())
+    return "no RDMA device (ibv_get_device_list found none; see docs/softroce.md)";
+#endif
+#ifdef TIDE_HAVE_NCCL
+  if (backend == "nccl" && nccl::cudaDeviceCount() == 0) return "no CUDA device";
+#endif
+  return "";
 }
 
 Result<std::unique_ptr<Transport>> createTransport(const TransportConfig& config) {

@@ -28,6 +28,10 @@ struct TransportConfig {
 std::vector<std::string> compiledBackends();
 // Why a known backend is missing from this build ("" if compiled).
 std::string whyNotCompiled(const std::string& backend);
+// Why a backend cannot run on this machine: not compiled, or the device it
+// needs is missing (no RDMA device, no CUDA device). "" when it can run; then
+// a failure to create it is a failure, never a reason to skip.
+std::string whyCannotRunHere(const std::string& backend);
 
 // Creates the backend and connects it to every peer through config.store.
 Result<std::unique_ptr<Transport>> createTransport(const TransportConfig& config);

@@ -12,6 +12,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/kv_store.h"
+#include "engine/core/log.h"
 #include "engine/core/units.h"
 #include "engine/exec/rank_env.h"
 #include "engine/transport/registry.h"
@@ -230,10 +231,16 @@ Result<nlohmann::json> runTransportBench(const TransportBenchOptions& o) {
     Result<RankZeroResult> zero = t.isOk() ? rankZero(**t, o, withMemcpy) : t.status();
     if (!zero.isOk()) {
       t = TIDE_ERROR(Code::kCancelled, "closed");  // closing rank 0 unblocks rank 1
-      (void)peer.get();
-      return zero.status();
+      Status one = peer.get();
+      // Rank 1's own error is the cause of a lost peer or a timeout on rank 0.
+      const Code c = zero.status().code();
+      if (!one.isOk() && (c == Code::kUnavailable || c == Code::kTimeout)) {
+        TIDE_LOG_INFO("bench transport: rank 0 then failed: {}", zero.status().toString());
+        return one.withContext("rank 1");
+      }
+      return zero.status().withContext("rank 0");
     }
-    TIDE_RETURN_IF_ERROR(peer.get());
+    TIDE_RETURN_IF_ERROR(peer.get().withContext("rank 1"));
     r = std::move(zero).value();
   }
 

@@ -137,12 +137,27 @@ Status Connection::sendAll(const void* data, size_t len, const IoWait& wait) {
 }
 
 Status Connection::recvExact(void* buf, size_t len, const IoWait& wait) {
+  return receive(buf, len, wait, nullptr);
+}
+
+Result<bool> Connection::recvMessageStart(void* buf, size_t len, const IoWait& wait) {
+  bool closedFirst = false;
+  Status s = receive(buf, len, wait, &closedFirst);
+  if (closedFirst) return false;
+  TIDE_RETURN_IF_ERROR(s);
+  return true;
+}
+
+Status Connection::receive(void* buf, size_t len, const IoWait& wait, bool* closedFirst) {
   char* p = static_cast<char*>(buf);
   double since = nowSeconds();
   bool started = false;
   while (len > 0) {
     ssize_t n = ::recv(fd_.get(), p, len, MSG_WAITALL);
-    if (n == 0) return closedError("receive");
+    if (n == 0) {
+      if (!started && closedFirst != nullptr) *closedFirst = true;
+      return closedError("receive");
+    }
     if (n < 0) {
       if (!transientErrno(errno))
         return errno == ECONNRESET ? closedError("receive")

@@ -40,6 +40,10 @@ class Connection {
   Status sendAll(const void* data, size_t len, const IoWait& wait);
   // Receives exactly len bytes into buf (the final destination).
   Status recvExact(void* buf, size_t len, const IoWait& wait);
+  // recvExact for the first bytes of a message: false when the peer closed
+  // the connection before sending any of them (an orderly close between
+  // messages, not a failure); a close part-way through is an error.
+  Result<bool> recvMessageStart(void* buf, size_t len, const IoWait& wait);
   // Receives and drops len bytes (payload of a rejected request).
   Status discard(uint64_t len, const IoWait& wait);
 
@@ -53,6 +57,8 @@ class Connection {
  private:
   Status checkWait(const IoWait& wait, bool started, double since) const;
   Status closedError(const char* what) const;
+  // recvExact; *closedFirst (when given) tells an orderly close before byte one.
+  Status receive(void* buf, size_t len, const IoWait& wait, bool* closedFirst);
 
   UniqueFd fd_;
   const int peer_;

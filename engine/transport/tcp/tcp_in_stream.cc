@@ -43,11 +43,8 @@ Status InStream::answer(const WireHeader& request, MsgType type, const Status& s
   return conn_.sendAll(iov, 2, IoWait{host_.opTimeoutSeconds(), nullptr});
 }
 
-Status InStream::serveOne() {
+Status InStream::serveOne(const WireHeader& h) {
   const double timeout = host_.opTimeoutSeconds();
-  WireHeader h;
-  // Between requests a connection may stay quiet for as long as it likes.
-  TIDE_RETURN_IF_ERROR(conn_.recvExact(&h, sizeof h, IoWait{timeout, [] { return Status::ok(); }}));
   auto proto = [&](const std::string& what) {
     return TIDE_ERROR(Code::kDataLoss,
                       "protocol error from rank " + std::to_string(peer_) + ": " + what);
@@ -92,12 +89,27 @@ Status InStream::serveOne() {
 
 void InStream::serveLoop() {
   Status st;
-  while (st.isOk()) st = serveOne();
-  conn_.shutdown();
-  if (st.code() != Code::kCancelled && !host_.stopping().load()) {
-    TIDE_LOG_INFO("tcp: requests from rank {} stopped: {}", peer_, st.message());
-    host_.peerFailed(peer_, st);
+  bool closed = false;
+  while (st.isOk() && !closed) {
+    WireHeader h;
+    // Between requests a connection may stay quiet for as long as it likes.
+    auto more = conn_.recvMessageStart(
+        &h, sizeof h, IoWait{host_.opTimeoutSeconds(), [] { return Status::ok(); }});
+    if (!more.isOk())
+      st = more.status();
+    else if (!*more)
+      closed = true;
+    else
+      st = serveOne(h);
   }
+  conn_.shutdown();
+  if (st.code() == Code::kCancelled || host_.stopping().load()) return;
+  // Every request the peer sent on this connection was served: the peer is
+  // gone only once all its connections are (a message still being read on
+  // another one must reach the mailbox first).
+  if (closed) return host_.connectionClosed(peer_);
+  TIDE_LOG_INFO("tcp: requests from rank {} stopped: {}", peer_, st.message());
+  host_.peerFailed(peer_, st);
 }
 
 }  // namespace tide::transport::tcp

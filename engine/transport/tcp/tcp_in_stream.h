@@ -25,7 +25,8 @@ class InStream {
 
  private:
   void serveLoop();
-  Status serveOne();
+  // Serves one request whose header has been read.
+  Status serveOne(const WireHeader& h);
   Status answer(const WireHeader& request, MsgType type, const Status& status);
 
   Connection conn_;

@@ -161,11 +161,21 @@ Status OutStream::idleCheck() {
   return Status::ok();
 }
 
-Status OutStream::receiveOne() {
+Result<bool> OutStream::receiveOne() {
   WireHeader h;
   const double timeout = host_.opTimeoutSeconds();
-  TIDE_RETURN_IF_ERROR(
-      conn_.recvExact(&h, sizeof h, IoWait{timeout, [this] { return idleCheck(); }}));
+  TIDE_ASSIGN_OR_RETURN(
+      bool more,
+      conn_.recvMessageStart(&h, sizeof h, IoWait{timeout, [this] { return idleCheck(); }}));
+  if (!more) {
+    std::lock_guard lock(mu_);
+    // Closed with answers owed: those requests are lost, the peer failed.
+    if (!inFlight_.empty())
+      return TIDE_ERROR(Code::kUnavailable,
+                        "rank " + std::to_string(peer_) + " closed the connection with " +
+                            std::to_string(inFlight_.size()) + " requests unanswered");
+    return false;
+  }
   auto proto = [&](const std::string& what) {
     return TIDE_ERROR(Code::kDataLoss,
                       "protocol error from rank " + std::to_string(peer_) + ": " + what);
@@ -203,12 +213,21 @@ Status OutStream::receiveOne() {
     inFlight_.pop_front();
   }
   if (sent) host_.sliceDone(f.slice, result);
-  return Status::ok();
+  return true;
 }
 
 void OutStream::receiveLoop() {
   Status st;
-  while (st.isOk()) st = receiveOne();
+  bool closed = false;
+  while (st.isOk() && !closed) {
+    auto more = receiveOne();
+    if (!more.isOk())
+      st = more.status();
+    else
+      closed = !*more;
+  }
+  if (closed)
+    st = TIDE_ERROR(Code::kUnavailable, "rank " + std::to_string(peer_) + " closed the connection");
   kill(st);
   std::vector<Slice> sent;
   Status why;
@@ -226,7 +245,13 @@ void OutStream::receiveLoop() {
     }
   }
   for (const Slice& s : sent) host_.sliceDone(s, why);
-  if (why.code() != Code::kCancelled) host_.peerFailed(peer_, why);
+  if (why.code() == Code::kCancelled) return;
+  // A close with nothing owed is the peer leaving, not yet a failure: its
+  // last messages may still be on their way on other connections.
+  if (closed && sent.empty())
+    host_.connectionClosed(peer_);
+  else
+    host_.peerFailed(peer_, why);
 }
 
 }  // namespace tide::transport::tcp

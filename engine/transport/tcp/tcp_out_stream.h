@@ -40,7 +40,8 @@ class OutStream {
   };
   void sendLoop();
   void receiveLoop();
-  Status receiveOne();
+  // Matches one answer; false when the peer closed with nothing owed.
+  Result<bool> receiveOne();
   Status idleCheck();
   Status deadStatus();
   void failSlices(std::vector<Slice>& slices);

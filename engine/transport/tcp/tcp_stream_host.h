@@ -18,6 +18,9 @@ class StreamHost {
   virtual void sliceDone(const Slice& slice, const Status& status) = 0;
   // A connection to `peer` failed; the peer is treated as gone.
   virtual void peerFailed(int peer, const Status& status) = 0;
+  // A connection to `peer` was closed by it between messages, with nothing
+  // of ours outstanding on it; the peer is gone once all of them are.
+  virtual void connectionClosed(int peer) = 0;
   // A WRITE_WITH_IMM from `peer` was placed.
   virtual void notify(int peer, uint32_t imm) = 0;
   virtual void deliverControl(int peer, uint32_t tag, std::vector<uint8_t> bytes) = 0;

@@ -48,7 +48,10 @@ class TcpTransport final : public Transport, public StreamHost {
     out_.resize(config_.worldSize);
     in_.resize(config_.worldSize);
     rr_ = std::vector<std::atomic<uint64_t>>(config_.worldSize);
+    openConnections_.assign(config_.worldSize, 0);
     for (int p = 0; p < config_.worldSize; ++p) {
+      openConnections_[p] =
+          static_cast<int>(sockets.outgoing[p].size() + sockets.incoming[p].size());
       for (auto& fd : sockets.outgoing[p])
         out_[p].push_back(std::make_unique<OutStream>(std::move(fd), p, *this));
       for (auto& fd : sockets.incoming[p])
@@ -101,6 +104,14 @@ class TcpTransport final : public Transport, public StreamHost {
     if (!next.empty()) dispatch(std::move(next));
   }
   void peerFailed(int peer, const Status& status) override;
+  void connectionClosed(int peer) override {
+    bool last;
+    {
+      std::lock_guard lock(mu_);
+      last = --openConnections_[peer] == 0;
+    }
+    if (last) peerFailed(peer, TIDE_ERROR(Code::kUnavailable, "it closed all its connections"));
+  }
   void notify(int peer, uint32_t imm) override {
     std::lock_guard lock(mu_);
     notifications_.push_back(Notification{peer, imm});
@@ -137,6 +148,7 @@ class TcpTransport final : public Transport, public StreamHost {
   std::deque<Notification> notifications_;
   std::map<std::pair<int, uint32_t>, std::deque<std::vector<uint8_t>>> mailbox_;
   std::vector<Status> peerError_;
+  std::vector<int> openConnections_;  // per peer, incoming and outgoing
 };
 
 Status TcpTransport::peerStatus(int peer) {
