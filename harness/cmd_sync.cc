@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/core/errno_status.h"
 #include "engine/core/units.h"
 #include "engine/exec/emulated_cluster.h"
 #include "engine/exec/launcher.h"
@@ -59,6 +60,7 @@ struct SyncArgs {
   std::string storeLoseWhen = "read";  // the lost node: after the commit, or while importing
   std::string switchMode = "inplace";  // inplace | shadow (version_switch.h)
   int joinAtStep = -1;                 // store: the last engine joins after this step
+  int corruptRank = -1;                // testing: flip a byte of this rank's shard after step 1
 };
 
 std::atomic<bool> gInterrupted{false};
@@ -189,6 +191,14 @@ Result<Prepared> prepare(const SyncArgs& a) {
   return p;
 }
 
+Status writeJson(const SyncArgs& a, const nlohmann::json& j) {
+  if (a.json.empty()) return Status::ok();
+  std::ofstream out(a.json);
+  out << j.dump(2) << "\n";
+  if (!out) return TIDE_ERROR(Code::kUnavailable, "--json " + a.json + ": cannot write");
+  return Status::ok();
+}
+
 exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
   exec::RankRunOptions o;
   o.exec.mode = p.mode;
@@ -213,7 +223,23 @@ exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
   o.steps = a.steps;
   o.exec.timeoutSeconds = a.timeout;
   o.exec.poisonTargets = a.poison;
+  o.exec.corruptRank = a.corruptRank;
   return o;
+}
+
+// What verification must cover: every inference holding of the plan, on
+// every step its rank serves (an engine joining after step J serves from J+1).
+uint64_t expectedVerifiedBytes(const plan::TransferPlan& plan, const exec::RankRunOptions& o) {
+  const auto& joining = o.exec.store.joinRanks;
+  uint64_t total = 0;
+  for (const auto& h : plan.holdings) {
+    if (h.space != plan::Space::kInfer) continue;
+    const bool joins =
+        std::find(joining.begin(), joining.end(), static_cast<int>(h.rank)) != joining.end();
+    const int served = o.steps - (joins ? std::max(0, o.exec.store.joinStep) : 0);
+    total += plan.regionBytes(h.tensor, h.box, h.dtype) * static_cast<uint64_t>(served);
+  }
+  return total;
 }
 
 transport::TransportConfig transportConfig(const SyncArgs& a) {
@@ -274,6 +300,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
                    {"local_bytes", s.localBytes},
                    {"gbps", s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0.0},
                    {"verify_seconds", s.verifySeconds},
+                   {"verified_bytes", s.verifiedBytes},
                    {"ratio_to_bound", p.bound.ratio(s.seconds)}});
   }
   std::vector<double> sorted = secs;
@@ -298,15 +325,24 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
                   {"fragment_bytes", runOptions(a, p).exec.store.fragmentBytes},
                   {"catalog", a.store.catalogJson}};
   }
-  j["verified"] = true;  // a step that does not verify fails the run
+  // Checked against the plan's holdings, not the executor's own count: a
+  // shard the executor skipped shows here as a shortfall.
+  const exec::RankRunOptions o = runOptions(a, p);
+  const uint64_t expected = expectedVerifiedBytes(p.plan, o);
+  uint64_t verified = 0;
+  for (const auto& s : steps) verified += s.verifiedBytes;
+  j["verified"] = verified == expected;
+  j["verification"] = {{"outcome", verified == expected ? "bit-exact" : "incomplete"},
+                       {"verified_bytes", verified},
+                       {"expected_bytes", expected}};
   j["samples"] = {{"step_seconds", {{"values", secs}, {"unit", "s"}, {"better", "lower"}}}};
   std::printf("sync      %s over %s, %zu ranks (%s), %s per update\n", p.strategy.c_str(),
               a.backend.c_str(), p.plan.ranks.size(), mode.c_str(),
               formatBytes(steps.front().bytes).c_str());
   for (const auto& s : steps) {
-    std::printf("step %-4d %.3f s  %.4f GB/s  ratio to bound %.2f  verified (%.2f s)\n", s.step,
+    std::printf("step %-4d %.3f s  %.4f GB/s  ratio to bound %.2f  %s verified (%.2f s)\n", s.step,
                 s.seconds, s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0.0,
-                p.bound.ratio(s.seconds), s.verifySeconds);
+                p.bound.ratio(s.seconds), formatBytes(s.verifiedBytes).c_str(), s.verifySeconds);
   }
   if (p.mode == exec::UpdateMode::kStore) {
     uint64_t read = 0;
@@ -322,11 +358,32 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   reportSwitchAndJoin(a.switchMode == "shadow", steps, extra, j);
   std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
               p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
-  if (a.json.empty()) return Status::ok();
-  std::ofstream out(a.json);
-  out << j.dump(2) << "\n";
-  if (!out) return TIDE_ERROR(Code::kUnavailable, "--json " + a.json + ": cannot write");
+  std::printf("verify    %s of %s expected: %s\n", formatBytes(verified).c_str(),
+              formatBytes(expected).c_str(), verified == expected ? "bit-exact" : "INCOMPLETE");
+  TIDE_RETURN_IF_ERROR(writeJson(a, j));
+  if (verified != expected)
+    return TIDE_ERROR(Code::kDataLoss, "verified " + std::to_string(verified) + " of " +
+                                           std::to_string(expected) + " inference-shard bytes");
   return Status::ok();
+}
+
+// A run that failed still leaves its outcome in --json: the error, and
+// whether it was a verification failure (a shard not bit-exact). Of a
+// launched run's ranks the first to fail writes it (the launcher stops the
+// others), so the file is linked into place only where none is yet.
+void reportFailure(const SyncArgs& a, const Prepared& p, const Status& why, int rank) {
+  nlohmann::json j = {{"schema", "tide.sync/1"}, {"strategy", p.strategy},  {"backend", a.backend},
+                      {"model", p.w->spec.name}, {"error", why.toString()}, {"verified", false}};
+  j["verification"] = {{"outcome", why.code() == Code::kDataLoss ? "not bit-exact" : "not reached"},
+                       {"expected_bytes", expectedVerifiedBytes(p.plan, runOptions(a, p))}};
+  if (a.json.empty()) return;
+  SyncArgs mine = a;
+  mine.json = a.json + ".rank" + std::to_string(rank);
+  Status s = writeJson(mine, j);
+  if (s.isOk() && ::link(mine.json.c_str(), a.json.c_str()) != 0 && errno != EEXIST)
+    s = TIDE_ERRNO("--json " + a.json);
+  ::unlink(mine.json.c_str());
+  if (!s.isOk()) std::fprintf(stderr, "tide: warning: %s\n", s.toString().c_str());
 }
 
 std::vector<std::string> workerArgv(const SyncArgs& a) {
@@ -360,7 +417,8 @@ std::vector<std::string> workerArgv(const SyncArgs& a) {
         std::string("--store-replicas"), std::to_string(a.store.replicas),
         std::string("--store-fragment"), a.storeFragment, std::string("--store-lose-when"),
         a.storeLoseWhen, std::string("--switch"), a.switchMode,
-        std::string("--join-engine-at-step"), std::to_string(a.joinAtStep)}) {
+        std::string("--join-engine-at-step"), std::to_string(a.joinAtStep),
+        std::string("--corrupt-rank"), std::to_string(a.corruptRank)}) {
     v.push_back(s);
   }
   for (auto [flag, val] :
@@ -407,8 +465,10 @@ void runWorker(const SyncArgs& a) {
   exec::ExecReport extra;
   o.exec.report = &extra;
   o.gatherEvents = true;
-  auto steps = orThrow(
-      exec::runRank(p.plan, layouts, weights, *t, execStore, o, env.rank == 0 ? &events : nullptr));
+  auto run =
+      exec::runRank(p.plan, layouts, weights, *t, execStore, o, env.rank == 0 ? &events : nullptr);
+  if (!run.isOk()) reportFailure(a, p, run.status(), env.rank);
+  auto steps = orThrow(std::move(run));
   if (env.rank != 0) return;
   orThrow(writeEvents(a, events.events()));
   const char* prefix = std::getenv(kNetnsEnv);
@@ -461,12 +521,18 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
     exec::RankRunOptions o = runOptions(a, p);
     exec::ExecReport extra;
     o.exec.report = &extra;
-    auto steps = orThrow(
-        exec::runThreads(p.plan, weights, transportConfig(a), o, wantEvents ? &events : nullptr));
+    auto run =
+        exec::runThreads(p.plan, weights, transportConfig(a), o, wantEvents ? &events : nullptr);
+    if (!run.isOk()) {
+      ::unlink(a.json.c_str());
+      reportFailure(a, p, run.status(), 0);
+    }
+    auto steps = orThrow(std::move(run));
     orThrow(writeEvents(a, events.events()));
     orThrow(report(a, p, steps, "threads", extra));
     return;
   }
+  if (!a.json.empty()) ::unlink(a.json.c_str());  // a failing rank writes it only where none is
   exec::LaunchOptions lo;
   lo.ranks = static_cast<int>(p.plan.ranks.size());
   lo.command = workerArgv(a);
@@ -558,6 +624,9 @@ void addSyncCommand(CLI::App& app) {
                   "version under a lease");
   cmd->add_option("--store-catalog", a->store.catalogJson,
                   "store: write the snapshot catalog here after each version (for tide store)");
+  cmd->add_option("--corrupt-rank", a->corruptRank,
+                  "testing: flip one byte of this rank's inference shard after the first "
+                  "update's transfer (verification must then fail the run)");
   cmd->add_flag("--worker", a->worker, "internal: one rank of a launched run")
       ->group("");  // hidden
   cmd->callback([a] { runSync(*a); });

@@ -178,7 +178,7 @@ Status RankExecutor::setup() {
     StoreCounters ignored;
     storePath_->readInto(localIds_[kInferSpace]);  // nothing serves it yet
     TIDE_RETURN_IF_ERROR(storePath_->step(0, bufferArray(), ignored));
-    if (serving_) TIDE_RETURN_IF_ERROR(verify(0));
+    if (serving_) TIDE_RETURN_IF_ERROR(verify(0).status());
   }
   // Every other mode starts from version 0 in place (sparse deltas apply to it).
   if (options_.mode != UpdateMode::kStore) TIDE_RETURN_IF_ERROR(materializeInfer(0));
@@ -241,7 +241,8 @@ Status RankExecutor::materializeInfer(int version) {
   return Status::ok();
 }
 
-Status RankExecutor::verify(int version, const uint8_t* base) const {
+Result<uint64_t> RankExecutor::verify(int version, const uint8_t* base) const {
+  uint64_t checked = 0;
   for (const auto& p : layouts_[rank_].placed(Space::kInfer)) {
     const uint64_t got = XXH3_64bits(base + p.offset, p.bytes);
     TIDE_ASSIGN_OR_RETURN(uint64_t want, expectedChecksum(weights_, p, version));
@@ -252,8 +253,9 @@ Status RankExecutor::verify(int version, const uint8_t* base) const {
                             " is not version " + std::to_string(version) + " (xxh3 " +
                             std::to_string(got) + ", expected " + std::to_string(want) + ")");
     }
+    checked += p.bytes;
   }
-  return Status::ok();
+  return checked;
 }
 
 Status RankExecutor::transferDisk(int step, traces::EventSink* events, RankStep& out) {
@@ -307,6 +309,7 @@ Status RankExecutor::join(int step, RankStep& out) {
   TIDE_ASSIGN_OR_RETURN(uint64_t v, storePath_->join(bufferArray(), c));
   const double pulled = now() - t0;
   TIDE_RETURN_IF_ERROR(verify(static_cast<int>(v), buffer(Space::kInfer))
+                           .status()
                            .withContext("join: rank " + std::to_string(rank_)));
   if (switch_) {
     (void)switch_->switchTo(static_cast<int>(v));
@@ -353,8 +356,10 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   Status vs = ts;
   if (ts.isOk() && serving_) {  // a rank that has not joined holds nothing yet
     const double v0 = now();
-    vs = verify(step, buffer(Space::kInfer));
+    auto checked = verify(step, buffer(Space::kInfer));
     out.verifySeconds = now() - v0;
+    vs = checked.status();
+    if (checked.isOk()) out.bytesVerified = *checked;
   }
   TIDE_RETURN_IF_ERROR(store_.set(tag + "result/r" + std::to_string(rank_),
                                   vs.isOk() ? std::string("ok") : vs.toString()));

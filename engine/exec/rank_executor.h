@@ -71,7 +71,8 @@ struct RankStep {
   double tStart = 0;  // steady-clock seconds at the end of the pause barrier
   double tEnd = 0;    // when this rank's last transfer finished
   double verifySeconds = 0;
-  uint64_t bytesSent = 0;  // non-local bytes this rank sent
+  uint64_t bytesVerified = 0;  // inference-shard bytes checked against the generator
+  uint64_t bytesSent = 0;      // non-local bytes this rank sent
   uint64_t bytesLocal = 0;
   uint64_t bytesFull = 0;  // what a full update of the same data moves (sparse / disk-delta)
   uint64_t bytesRead = 0;  // disk-delta: bytes read from files; store: from the store
@@ -100,7 +101,7 @@ class RankExecutor {
   ServedVersion serving() const;
   // Whether this rank's inference shard holds exactly `version` (kDataLoss
   // naming the first block that does not). Tests: no rank ends on a mix.
-  Status checkVersion(int version) const { return verify(version); }
+  Status checkVersion(int version) const { return verify(version).status(); }
   const RankSchedule& schedule() const { return schedule_; }
   // Seconds on the steady clock, shared by the processes of one host.
   static double now();
@@ -117,8 +118,11 @@ class RankExecutor {
   Status transferStore(int step, traces::EventSink* events, RankStep& out);
   Status rankEvent(traces::EventSink* events, int step, double t0, uint64_t bytes,
                    traces::EventPath path) const;
-  Status verify(int version) const { return verify(version, buffers_[kInferSpace].get()); }
-  Status verify(int version, const uint8_t* shard) const;
+  // The bytes checked, or kDataLoss naming the first block that differs.
+  Result<uint64_t> verify(int version) const {
+    return verify(version, buffers_[kInferSpace].get());
+  }
+  Result<uint64_t> verify(int version, const uint8_t* shard) const;
   Status setupSwitch();
   Status join(int step, RankStep& out);
   void switchCopies();

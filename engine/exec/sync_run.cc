@@ -57,7 +57,7 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
     t.precision(17);
     t << rs.tStart << ' ' << rs.tEnd << ' ' << rs.bytesSent << ' ' << rs.bytesLocal << ' '
       << rs.verifySeconds << ' ' << rs.bytesFull << ' ' << rs.bytesRead << ' ' << rs.elements << ' '
-      << rs.changed;
+      << rs.changed << ' ' << rs.bytesVerified;
     TIDE_RETURN_IF_ERROR(store.set(timeKey(step, rank), t.str()));
     if (options.gatherEvents && rank != 0) {
       std::string bytes(mine.events.size() * sizeof(traces::Event), '\0');
@@ -75,6 +75,7 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       st.bytesRead = rs.bytesRead;
       st.elements = rs.elements;
       st.changed = rs.changed;
+      st.verifiedBytes = rs.bytesVerified;
       out.push_back(st);
       continue;
     }
@@ -83,8 +84,9 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       TIDE_ASSIGN_OR_RETURN(std::string v, store.get(timeKey(step, r), timeout));
       std::istringstream in(v);
       double a = 0, b = 0, vs = 0;
-      uint64_t sent = 0, local = 0, full = 0, read = 0, elements = 0, changed = 0;
-      if (!(in >> a >> b >> sent >> local >> vs >> full >> read >> elements >> changed)) {
+      uint64_t sent = 0, local = 0, full = 0, read = 0, elements = 0, changed = 0, verified = 0;
+      if (!(in >> a >> b >> sent >> local >> vs >> full >> read >> elements >> changed >>
+            verified)) {
         return TIDE_ERROR(Code::kDataLoss,
                           "exec: bad timing record from rank " + std::to_string(r));
       }
@@ -96,6 +98,7 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       st.bytesRead += read;
       st.elements += elements;
       st.changed += changed;
+      st.verifiedBytes += verified;
       st.verifySeconds = std::max(st.verifySeconds, vs);
     }
     st.seconds = t1 - t0;

@@ -20,12 +20,13 @@ namespace tide::exec {
 
 struct StepStats {
   int step = 0;
-  double seconds = 0;        // transfer, all ranks
-  double verifySeconds = 0;  // slowest rank's verification
-  uint64_t bytes = 0;        // bytes that crossed ranks (sum over senders)
-  uint64_t localBytes = 0;   // bytes copied / converted on a rank
-  uint64_t fullBytes = 0;    // what a full update of the same data moves (= bytes for full)
-  uint64_t bytesRead = 0;    // disk-delta: bytes read back by inference ranks
+  double seconds = 0;          // transfer, all ranks
+  double verifySeconds = 0;    // slowest rank's verification
+  uint64_t verifiedBytes = 0;  // inference bytes checked bit-exact (sum over ranks)
+  uint64_t bytes = 0;          // bytes that crossed ranks (sum over senders)
+  uint64_t localBytes = 0;     // bytes copied / converted on a rank
+  uint64_t fullBytes = 0;      // what a full update of the same data moves (= bytes for full)
+  uint64_t bytesRead = 0;      // disk-delta: bytes read back by inference ranks
   uint64_t elements = 0, changed = 0;  // sparse / disk-delta: elements encoded, changed
 };
 

@@ -18,7 +18,11 @@ j = json.load(open(sys.argv[1]))
 assert j["schema"] == "tide.sync/1", j
 assert j["strategy"] == sys.argv[2], j["strategy"]
 assert j["verified"] is True
+v = j["verification"]
+assert v["outcome"] == "bit-exact" and v["verified_bytes"] == v["expected_bytes"] > 0, v
 assert len(j["steps"]) == int(sys.argv[3])
+assert all(s["verified_bytes"] > 0 for s in j["steps"])
+assert sum(s["verified_bytes"] for s in j["steps"]) == v["verified_bytes"]
 assert all(s["seconds"] > 0 and s["bytes"] > 0 for s in j["steps"])
 assert j["lower_bound_seconds"] > 0 and j["ratio_to_bound"] > 0
 assert j["samples"]["step_seconds"]["values"] == [s["seconds"] for s in j["steps"]]
@@ -33,6 +37,22 @@ for s in p2p broadcast; do
   "$TIDE" sync "${small[@]}" --strategy $s --steps 1 --ranks processes --backend shm \
       --json "$dir/p_$s.json" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "processes $s"; }
   check_json "$dir/p_$s.json" $s 1
+done
+
+# A shard corrupted after its transfer must fail the run, in threads and in
+# processes, with the block named, and leave the outcome in --json.
+for mode in threads processes; do
+  "$TIDE" sync "${small[@]}" --strategy p2p --steps 2 --ranks $mode --backend shm \
+      --corrupt-rank 5 --json "$dir/c_$mode.json" > "$dir/out" 2>&1 &&
+    { cat "$dir/out"; fail "corrupted shard passed ($mode)"; }
+  grep -q "not bit-exact on rank 5" "$dir/out" || { cat "$dir/out"; fail "no rank named ($mode)"; }
+  "$PY" - "$dir/c_$mode.json" <<'PYEOF' || fail "corrupt json $mode"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["verified"] is False, j
+assert j["verification"]["outcome"] == "not bit-exact", j
+assert "not bit-exact on rank 5" in j["error"], j
+PYEOF
 done
 
 bad() {  # expected-substring args...
