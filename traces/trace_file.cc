@@ -103,11 +103,18 @@ Status readIndices(hid_t g, TraceData& d) {
                           h5::readDataset<uint32_t>(g, "indices", {c.indexOffsets.back()}));
   }
   if (c.indexOffsets[0] != 0) return bad("/delta/index_offsets must start at 0");
+  // All offsets first: a later one that falls back would leave an earlier
+  // range past the end of the indices read.
   for (uint64_t i = 0; i < cells; ++i) {
     const uint64_t a = c.indexOffsets[i], b = c.indexOffsets[i + 1];
     if (b < a || b - a != c.changedSampled[i]) {
       return bad("/delta/index_offsets[" + std::to_string(i) + "] disagrees with /delta/changed");
     }
+  }
+  if (c.changedIndices.size() != c.indexOffsets.back())
+    return bad("/delta/indices does not hold the elements /delta/index_offsets counts");
+  for (uint64_t i = 0; i < cells; ++i) {
+    const uint64_t a = c.indexOffsets[i], b = c.indexOffsets[i + 1];
     const uint64_t numel = d.tensors.numel[i % nt];
     for (uint64_t k = a; k < b; ++k) {
       if (c.changedIndices[k] >= numel ||
