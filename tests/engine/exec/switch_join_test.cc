@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -50,9 +51,29 @@ TEST(VersionSwitch, GenerationReadsOnlyCompleteVersionsAcrossSwitches) {
   std::vector<uint8_t> a(kBytes, 0), b(kBytes, 0);
   VersionSwitch sw(a.data(), b.data(), kBytes, 0);
   sw.startGeneration(0);
+  // Generation is a thread of its own: on a busy machine it may not run for
+  // a while, so each point of the test waits (bounded) until it has.
+  GenerationStats seen;
+  auto until = [&](const std::function<bool()>& done) {
+    Deadline d = Deadline::after(30);
+    while (!d.expired()) {
+      GenerationStats g = sw.takeStats();
+      seen.reads += g.reads;
+      seen.readsDuringUpdate += g.readsDuringUpdate;
+      seen.torn += g.torn;
+      seen.versions.insert(g.versions.begin(), g.versions.end());
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  };
+  ASSERT_TRUE(until([&] { return seen.versions.count(0) > 0; })) << "generation never read v0";
   for (int v = 1; v <= 4; ++v) {
     sw.beginUpdate();
+    const uint64_t during = seen.readsDuringUpdate;
     slowFill(sw.shadow(), kBytes, static_cast<uint8_t>(v));
+    ASSERT_TRUE(until([&] { return seen.readsDuringUpdate > during; }))
+        << "generation stopped during update " << v;
     const double pause = sw.switchTo(v);
     EXPECT_LT(pause, 0.01 * kTimeScale) << "the pause is one index swap";
     EXPECT_EQ(sw.serving().version, v);
@@ -62,11 +83,10 @@ TEST(VersionSwitch, GenerationReadsOnlyCompleteVersionsAcrossSwitches) {
   std::memset(sw.shadow(), 0xEE, kBytes / 2);
   sw.abortUpdate();
   EXPECT_EQ(sw.serving().version, 4);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  const GenerationStats g = sw.takeStats();
-  EXPECT_EQ(g.torn, 0u);
-  EXPECT_GT(g.readsDuringUpdate, 0u) << "generation went on during the updates";
-  EXPECT_TRUE(g.versions.count(0) && g.versions.count(4));
+  const uint64_t before = seen.reads;
+  ASSERT_TRUE(until([&] { return seen.reads > before + 2; })) << "generation stopped";
+  EXPECT_EQ(seen.torn, 0u);
+  EXPECT_TRUE(seen.versions.count(0) && seen.versions.count(4));
   EXPECT_EQ(sw.live()[0], 4);
 }
 
