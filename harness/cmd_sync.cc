@@ -555,6 +555,12 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
       throw StatusError(c.status());
     }
     cluster = std::move(*c);
+    // The prefix names everything the run creates: what to look for if a
+    // run is killed before its teardown (`tide cluster cleanup` removes it).
+    std::printf("cluster   %d nodes as network namespaces %s-n0..%d, %.3f GB/s per node\n", nodes,
+                cluster->prefix().c_str(), nodes - 1,
+                p.w->cluster.nicBps * p.w->cluster.nicsPerNode / 1e9);
+    std::fflush(stdout);
     lo.masterAddr = exec::EmulatedCluster::hostAddress();
     lo.env[kNetnsEnv] = cluster->prefix();
   }

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,9 +12,12 @@
 #include <random>
 #include <regex>
 #include <sstream>
+#include <thread>
 
+#include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
 #include "engine/core/fd.h"
+#include "engine/core/log.h"
 
 namespace tide::exec {
 
@@ -47,6 +51,31 @@ Result<std::string> capture(const std::vector<std::string>& argv, int* exitCode)
   }
   *exitCode = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return out;
+}
+
+constexpr const char* kHostLock = "/run/tide-emulated-cluster.lock";
+
+// The host's emulated-cluster lock, waited for up to waitSeconds.
+Result<UniqueFd> lockHost(double waitSeconds) {
+  UniqueFd fd(::open(kHostLock, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!fd.valid()) return TIDE_ERRNO(std::string("open ") + kHostLock);
+  Deadline deadline = Deadline::after(waitSeconds);
+  bool told = false;
+  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return TIDE_ERRNO(std::string("flock ") + kHostLock);
+    if (deadline.expired())
+      return TIDE_ERROR(
+          Code::kUnavailable,
+          "another emulated cluster is up on this host (" + std::string(kHostLock) + " is locked)" +
+              (waitSeconds > 0
+                   ? " and stayed up for " + std::to_string(static_cast<int>(waitSeconds)) + " s"
+                   : ""));
+    if (!told) TIDE_LOG_WARN("emulated cluster: waiting for the one already up on this host");
+    told = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return fd;
 }
 
 std::string joined(const std::vector<std::string>& argv) {
@@ -91,7 +120,8 @@ std::string EmulatedCluster::nodeNamespace(const std::string& prefix, int node) 
   return prefix + "-n" + std::to_string(node);
 }
 
-Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, double bytesPerSecond) {
+Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, double bytesPerSecond,
+                                                                 double waitSeconds) {
   if (nodes < 1 || nodes > kMaxNodes) {
     return TIDE_ERROR(Code::kInvalidArgument,
                       "emulated cluster: nodes must be in 1.." + std::to_string(kMaxNodes));
@@ -102,10 +132,12 @@ Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, doub
   if (std::string why = netAdminMissing(); !why.empty()) {
     return TIDE_ERROR(Code::kPermissionDenied, why);
   }
+  TIDE_ASSIGN_OR_RETURN(UniqueFd lock, lockHost(waitSeconds));
   std::random_device rd;
   char p[8];
   std::snprintf(p, sizeof p, "td%04x", static_cast<unsigned>(rd() & 0xffff));
   std::unique_ptr<EmulatedCluster> c(new EmulatedCluster(p, nodes));
+  c->hostLock_ = std::move(lock);
   Status s = c->build(bytesPerSecond);
   if (!s.isOk()) {
     (void)c->teardown();
@@ -189,6 +221,7 @@ Status EmulatedCluster::teardown() {
   }
   namespaces_.clear();
   (void)runTool({"ip", "link", "del", prefix_ + "h"});  // gone already with its peer
+  hostLock_.reset();
   return first;
 }
 
@@ -200,6 +233,8 @@ Result<int> EmulatedCluster::cleanupAll() {
   if (std::string why = netAdminMissing(); !why.empty()) {
     return TIDE_ERROR(Code::kPermissionDenied, why);
   }
+  // Whatever a live run holds is not a leftover.
+  TIDE_ASSIGN_OR_RETURN(UniqueFd lock, lockHost(0));
   int removed = 0, code = 0;
   const std::regex nsName("^td[0-9a-f]{4}-(br|n[0-9]+)$"), linkName("^td[0-9a-f]{4}h$");
   TIDE_ASSIGN_OR_RETURN(std::string list, capture({"ip", "netns", "list"}, &code));

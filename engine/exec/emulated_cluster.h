@@ -11,11 +11,17 @@
 // "td<4 hex>" so leftovers of a killed run can be found and removed
 // (cleanupAll, `tide cluster cleanup`). The destructor tears everything down.
 // Needs CAP_NET_ADMIN (root) and the `ip` and `tc` tools.
+//
+// One emulated cluster per host at a time: two would both put the host
+// address in the initial namespace with routes to the same node addresses,
+// and mix their connections. create() takes a host-wide lock (a flock that
+// dies with its holder), waiting for another run to finish; teardown frees it.
 
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/core/fd.h"
 #include "engine/core/status.h"
 
 namespace tide::exec {
@@ -27,8 +33,10 @@ class EmulatedCluster {
  public:
   static constexpr int kMaxNodes = 200;
 
-  // nodes namespaces, each shaped to bytesPerSecond (GB/s = 1e9 B/s) per direction.
-  static Result<std::unique_ptr<EmulatedCluster>> create(int nodes, double bytesPerSecond);
+  // nodes namespaces, each shaped to bytesPerSecond (GB/s = 1e9 B/s) per
+  // direction; waits up to waitSeconds for another cluster on this host.
+  static Result<std::unique_ptr<EmulatedCluster>> create(int nodes, double bytesPerSecond,
+                                                         double waitSeconds = 600);
   ~EmulatedCluster();
   EmulatedCluster(const EmulatedCluster&) = delete;
   EmulatedCluster& operator=(const EmulatedCluster&) = delete;
@@ -41,8 +49,9 @@ class EmulatedCluster {
 
   // Removes everything this run created (also called by the destructor).
   Status teardown();
-  // Removes every namespace and link of any run (names "td<4 hex>-..."). Returns
-  // how many objects were removed.
+  // Removes every namespace and link of any run (names "td<4 hex>-...") when
+  // no cluster is up on this host (refused while one is). Returns how many
+  // objects were removed.
   static Result<int> cleanupAll();
 
  private:
@@ -53,6 +62,7 @@ class EmulatedCluster {
   int nodes_;
   bool up_ = false;
   std::vector<std::string> namespaces_;  // created so far
+  UniqueFd hostLock_;                    // held while the cluster exists
 };
 
 // Moves the calling thread (and the threads it starts later) into the named

@@ -17,8 +17,13 @@ ip netns del tdskip-probe
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
-leftovers() { ip netns list | grep -E '^td[0-9a-f]{4}-' || true; }
-before=$(leftovers)
+# What a run left of its own cluster (its prefix is on its first line).
+left_by() {  # output-file
+  local prefix
+  prefix=$(sed -n 's/^cluster .* namespaces \(td[0-9a-f]\{4\}\)-n0.*/\1/p' "$1" | head -1)
+  [ -n "$prefix" ] || { echo "no cluster line in $1"; return; }
+  ip netns list | grep -E "^$prefix-" || true
+}
 small=(--model tiny-moe --train tp=2,pp=2,ep=2 --infer engines=2,tp=2,ep=2
        --cluster emulated:nodes=4,gpus=2,nic=400Mbps,nics=1 --bucket 64KiB --chunk 16KiB
        --streams 1 --timeout 60)
@@ -27,14 +32,20 @@ for s in p2p broadcast; do
     || { cat "$dir/out"; fail "emulated $s"; }
   "$PY" -c "import json,sys; j=json.load(open('$dir/$s.json')); assert j['verified'] and j['steps'][0]['seconds']>0 and 'namespaces' in j['ranks_as']" \
     || fail "json $s"
-  [ "$(leftovers)" = "$before" ] || fail "namespaces left after $s: $(leftovers)"
+  grep -q "^cluster .* namespaces td" "$dir/out" || { cat "$dir/out"; fail "no cluster line"; }
+  [ -z "$(left_by "$dir/out")" ] || fail "namespaces left after $s: $(left_by "$dir/out")"
 done
 # Ctrl-C in the middle of a longer run: everything is torn down.
 "$TIDE" sync "${small[@]}" --strategy p2p --steps 50 > "$dir/int" 2>&1 &
 pid=$!
-sleep 3
+# Interrupted once its cluster is up (bounded wait: a busy host is slow).
+for _ in $(seq 1 600); do
+  grep -q "^cluster " "$dir/int" && break
+  sleep 0.1
+done
+sleep 1
 kill -INT $pid
 wait $pid && fail "interrupted run exited 0"
-[ "$(leftovers)" = "$before" ] || fail "namespaces left after Ctrl-C: $(leftovers)"
+[ -z "$(left_by "$dir/int")" ] || fail "namespaces left after Ctrl-C: $(left_by "$dir/int")"
 "$TIDE" cluster cleanup > /dev/null || fail "cluster cleanup"
 echo "PASS"
