@@ -15,6 +15,8 @@ namespace tide::transport::rdma {
 namespace {
 
 constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+// A control-message wait checks this often whether the peer left.
+constexpr double kRecvSliceSeconds = 0.1;
 
 template <typename T>
 Status parseNumber(const TransportConfig& c, const char* key, T& out, T lo, T hi) {
@@ -406,12 +408,31 @@ Result<std::vector<uint8_t>> RdmaTransport::recv(int peer, uint32_t tag, double 
   uint64_t& seq = recvSeq_[{peer, tag}];
   std::string key = opts_.keyPrefix + "ctl/" + std::to_string(peer) + "/" + std::to_string(rank_) +
                     "/" + std::to_string(tag) + "/" + std::to_string(seq);
-  auto v = store_->get(key, timeoutSeconds);
-  if (!v.isOk())
-    return v.status().withContext("control message from rank " + std::to_string(peer) + " tag " +
-                                  std::to_string(tag));
-  ++seq;
-  return std::vector<uint8_t>(v->begin(), v->end());
+  const std::string what =
+      "control message from rank " + std::to_string(peer) + " tag " + std::to_string(tag);
+  // In slices, so that a peer that left (it marks itself gone after its last
+  // send) fails the wait at once instead of after the whole timeout.
+  Deadline deadline = Deadline::after(std::max(0.0, timeoutSeconds));
+  while (true) {
+    const double left = std::chrono::duration<double>(deadline.remaining()).count();
+    auto v = store_->get(key, std::min(std::max(0.0, left), kRecvSliceSeconds));
+    if (v.isOk()) {
+      ++seq;
+      return std::vector<uint8_t>(v->begin(), v->end());
+    }
+    if (v.status().code() != Code::kTimeout) return v.status().withContext(what);
+    auto gone = registry_->gone(peer);
+    if (gone.isOk() && *gone) {
+      v = store_->get(key, 0);  // sent just before it left
+      if (v.isOk()) {
+        ++seq;
+        return std::vector<uint8_t>(v->begin(), v->end());
+      }
+      return TIDE_ERROR(Code::kUnavailable,
+                        what + ": rank " + std::to_string(peer) + " left without sending it");
+    }
+    if (deadline.expired()) return v.status().withContext(what);
+  }
 }
 
 }  // namespace tide::transport::rdma

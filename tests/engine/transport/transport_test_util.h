@@ -17,6 +17,15 @@
 namespace tide::transport::testing {
 
 struct World {
+  // Ranks hold the store: they go first, also when a world is replaced.
+  World() = default;
+  World(World&&) = default;
+  World& operator=(World&& o) noexcept {
+    ranks.clear();
+    store = std::move(o.store);
+    ranks = std::move(o.ranks);
+    return *this;
+  }
   std::unique_ptr<MemoryStore> store = std::make_unique<MemoryStore>();
   std::vector<std::unique_ptr<Transport>> ranks;
   Transport& operator[](int r) { return *ranks[r]; }
