@@ -13,6 +13,12 @@ std::string gb(uint64_t bytes) {
   return buf;
 }
 
+double appliedSeconds(const Scenario& sc, std::string_view key) {
+  return calibrationSeconds(sc.calib, key);
+}
+
+nlohmann::json profileJson(const Scenario& sc);
+
 }  // namespace
 
 void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
@@ -64,6 +70,11 @@ void printScenarioInputs(const Scenario& sc) {
   std::printf("strategy  bucket %s, %s on the wire, %s, page %llu B\n", bucket.c_str(),
               p.fp8Wire ? "fp8" : "bf16", p.firstUpdate ? "first update" : "not the first update",
               static_cast<unsigned long long>(p.pageBytes));
+  std::string overridden;
+  for (const auto& c : sc.profile.constants)
+    if (appliedSeconds(sc, c.key) != c.seconds) overridden += " " + c.key;
+  std::printf("profile   %s (%s)%s\n", sc.profile.name.c_str(), sc.profile.stack.c_str(),
+              overridden.empty() ? "" : (", scenario sets" + overridden).c_str());
 }
 
 nlohmann::json scenarioInputsJson(const Scenario& sc) {
@@ -93,14 +104,42 @@ nlohmann::json scenarioInputsJson(const Scenario& sc) {
            {{"bucket_bytes", p.bucketBytes},
             {"broadcast_bucket_bytes", p.bucketFor("broadcast")},
             {"p2p_bucket_bytes", p.bucketFor("p2p")},
-            {"lock_poll_seconds", p.lockPollSeconds},
+            {"lock_poll_seconds", sc.calib.lockPollSeconds},
             {"wire_dtype", p.fp8Wire ? "fp8" : "bf16"},
             {"first_update", p.firstUpdate},
             {"pipelined", p.pipelined},
             {"page_bytes", p.pageBytes},
             {"chunk_bytes", p.chunkBytes},
-            {"channels", p.channels}}}};
+            {"channels", p.channels}}},
+          {"profile", profileJson(sc)}};
 }
+
+namespace {
+
+// The profile's constants as applied: a scenario's override is marked.
+nlohmann::json profileJson(const Scenario& sc) {
+  nlohmann::json constants = nlohmann::json::array();
+  for (const auto& c : sc.profile.constants) {
+    const double applied = appliedSeconds(sc, c.key);
+    nlohmann::json j = {{"key", c.key},
+                        {"seconds", applied},
+                        {"label", constantLabelName(c.label)},
+                        {"source", c.source}};
+    if (!c.command.empty()) j["command"] = c.command;
+    if (!c.rows.empty()) j["rows"] = c.rows;
+    if (applied != c.seconds) {
+      j["label"] = "scenario";
+      j["profile_seconds"] = c.seconds;
+    }
+    constants.push_back(std::move(j));
+  }
+  return {{"name", sc.profile.name},
+          {"stack", sc.profile.stack},
+          {"version", sc.profile.version},
+          {"constants", constants}};
+}
+
+}  // namespace
 
 Status writeJsonFile(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path);

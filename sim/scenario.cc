@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "engine/core/units.h"
+#include "sim/cost_profile.h"
 #include "workloads/toml_fields.h"
 
 namespace tide::sim {
@@ -148,8 +149,9 @@ Status parseLayoutTable(const toml::table& t, std::string_view origin, const cha
 }
 
 Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp8Model,
-                          StrategyParams& p) {
+                          StrategyParams& p, Calibration& k) {
   TomlFields f(t, tableOrigin(origin, "strategy"));
+  (void)f.get("profile");  // read before this table: it sets the defaults below
   if (const toml::node* n = f.get("names")) {
     auto* arr = n->as_array();
     if (!arr || arr->empty()) return f.error("names", "must be a list such as [\"broadcast\"]");
@@ -177,9 +179,9 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
   p.fp8Wire = wire == "fp8";
   TIDE_RETURN_IF_ERROR(f.getBool("first_update", p.firstUpdate));
   TIDE_RETURN_IF_ERROR(f.getBool("pipelined", p.pipelined));
-  double pollMs = p.lockPollSeconds * 1e3;
+  double pollMs = k.lockPollSeconds * 1e3;
   TIDE_RETURN_IF_ERROR(nonNegative(f, "lock_poll_ms", pollMs));
-  p.lockPollSeconds = pollMs * 1e-3;
+  k.lockPollSeconds = pollMs * 1e-3;
   TIDE_RETURN_IF_ERROR(sizeField(f, "page", p.pageBytes));
   TIDE_RETURN_IF_ERROR(f.getInt("channels", p.channels, 1024, false));
   TIDE_RETURN_IF_ERROR(sizeField(f, "chunk", p.chunkBytes));
@@ -327,7 +329,23 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
 
   const bool fp8Model = s.model.inferDtype == workloads::DType::kFP8E4M3;
   s.strategy.fp8Wire = fp8Model;
-  if (strategy) TIDE_RETURN_IF_ERROR(parseStrategyTable(*strategy, origin, fp8Model, s.strategy));
+  // The cost profile gives every non-wire cost; [strategy] and [calibration]
+  // may override some of them for this scenario.
+  if (strategy) {
+    if (const toml::node* n = strategy->get("profile")) {
+      auto name = n->value_exact<std::string>();
+      if (!name) return bad(origin, "[strategy] profile must be a string");
+      s.profileName = *name;
+    }
+  }
+  {
+    auto profile = loadProfile(s.profileName);
+    if (!profile.isOk()) return profile.status().withContext(tableOrigin(origin, "strategy"));
+    s.calib = profile->calib;
+    s.profile = std::move(profile).value();
+  }
+  if (strategy)
+    TIDE_RETURN_IF_ERROR(parseStrategyTable(*strategy, origin, fp8Model, s.strategy, s.calib));
   if (calibration) TIDE_RETURN_IF_ERROR(parseCalibrationTable(*calibration, origin, s.calib));
   if (published) TIDE_RETURN_IF_ERROR(parsePublishedTable(*published, origin, s));
   if (auto st = validateScenario(s); !st.isOk()) return st.withContext(std::string(origin));

@@ -11,6 +11,7 @@
 
 #include "engine/core/status.h"
 #include "sim/calibration.h"
+#include "sim/cost_profile.h"
 #include "workloads/cluster.h"
 #include "workloads/layout.h"
 #include "workloads/model.h"
@@ -37,10 +38,6 @@ struct StrategyParams {
   // p2p: overlap gather, conversion, copies and writes across buckets (a
   // static-schedule design); false = one bucket at a time (the RL framework).
   bool pipelined = false;
-  // broadcast: a stage that finds the engines' update lock held sleeps this
-  // long and tries again (the RL framework's time.sleep(0.1)); 0 = the lock
-  // passes first-come to the next waiting stage.
-  double lockPollSeconds = 0.1;
   int maxSimBuckets = 64;  // buckets per stage kept distinct; more are merged
 };
 
@@ -55,6 +52,11 @@ struct Scenario {
   int inferNodes = 0;
   workloads::ClusterSpec cluster;
   StrategyParams strategy;
+  // The non-wire costs: the cost profile's ([strategy] profile, default
+  // "miles": the stack of the published runs), with this scenario's
+  // overrides ([strategy] lock_poll_ms, [calibration]) applied.
+  std::string profileName = "miles";
+  CostProfile profile;
   Calibration calib;
   bool sharesTrainNodes() const { return inferNodes == 0; }
   // GPU id of inference rank 0: GPUs are numbered node * gpus_per_node + gpu.

@@ -302,7 +302,7 @@ void buildBroadcast(Ctx& x, TaskId start) {
   uint16_t sCall = x.g.stageId("engine_call");
   uint16_t sBcast = x.g.stageId("broadcast");
   uint16_t sLoad = x.g.stageId("engine_load");
-  double poll = x.sc.strategy.lockPollSeconds;
+  double poll = x.sc.calib.lockPollSeconds;
   int32_t lock = poll > 0 ? x.g.addPolledLock(poll, x.g.stageId("lock_poll")) : x.g.addLock();
   std::vector<int> receivers;
   for (int i = 0; i < x.sc.infer.worldSize(); ++i) receivers.push_back(x.inferBase + i);
@@ -543,7 +543,7 @@ Result<GraphInfo> buildStrategyGraph(const Scenario& sc, const std::string& stra
   // Merging buckets would hand a polled engine lock over once per merged
   // bucket, with its gathers between handoffs k times as long: the
   // broadcast keeps every bucket when the stages poll.
-  bool exact = strategy == "broadcast" && sc.strategy.lockPollSeconds > 0;
+  bool exact = strategy == "broadcast" && sc.calib.lockPollSeconds > 0;
   x.maxBuckets = exact ? std::numeric_limits<int>::max() : sc.strategy.maxSimBuckets;
   x.inferBase = sc.inferBase();
   GraphInfo info;

@@ -105,12 +105,12 @@ TEST(Scenario, EachStrategysRunMayHaveItsOwnBucketAndTheLockPollsByDefault) {
   Scenario one = load(scenarioText("engines=2,tp=8,ep=8", 2));
   EXPECT_EQ(one.strategy.bucketFor("broadcast"), 1000000000u);
   EXPECT_EQ(one.strategy.bucketFor("p2p"), 1000000000u);
-  EXPECT_DOUBLE_EQ(one.strategy.lockPollSeconds, 0.1);  // the framework's time.sleep(0.1)
+  EXPECT_DOUBLE_EQ(one.calib.lockPollSeconds, 0.1);  // the framework's time.sleep(0.1)
   Scenario own = load(
       scenarioText("engines=2,tp=8,ep=8", 2, "broadcast_bucket = \"4GiB\"\nlock_poll_ms = 0\n"));
   EXPECT_EQ(own.strategy.bucketFor("broadcast"), 4ull << 30);
   EXPECT_EQ(own.strategy.bucketFor("p2p"), 1000000000u);
-  EXPECT_DOUBLE_EQ(own.strategy.lockPollSeconds, 0.0);
+  EXPECT_DOUBLE_EQ(own.calib.lockPollSeconds, 0.0);
   auto neg = parseScenario(scenarioText("engines=2,tp=8,ep=8", 2, "lock_poll_ms = -1\n"), "t");
   ASSERT_FALSE(neg.isOk());
   EXPECT_NE(neg.status().message().find("lock_poll_ms"), std::string::npos);
