@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "engine/core/clock.h"
+#include "engine/core/parse.h"
 
 namespace tide {
 
@@ -33,11 +34,22 @@ Result<int64_t> MemoryStore::add(const std::string& key, int64_t delta) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = values_.find(key);
-    if (it != values_.end()) v = std::stoll(it->second);
-    v += delta;
+    auto sum = addToCounter(it != values_.end() ? &it->second : nullptr, delta);
+    if (!sum.isOk()) return sum.status().withContext("store key '" + key + "'");
+    v = *sum;
     values_[key] = std::to_string(v);
   }
   cv_.notify_all();
+  return v;
+}
+
+Result<int64_t> addToCounter(const std::string* stored, int64_t delta) {
+  int64_t v = 0;
+  if (stored) {
+    TIDE_ASSIGN_OR_RETURN(v, parseSigned(*stored, "store counter"));
+  }
+  if (__builtin_add_overflow(v, delta, &v))
+    return TIDE_ERROR(Code::kInvalidArgument, "store counter would overflow");
   return v;
 }
 

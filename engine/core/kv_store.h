@@ -54,6 +54,11 @@ class PrefixStore final : public Store {
   std::string prefix_;
 };
 
+// A store's counter is decimal text. Adds delta to it (`stored`: its text,
+// nullptr for a new key) and returns the new value; kInvalidArgument when the
+// text is not a counter or the sum would overflow.
+Result<int64_t> addToCounter(const std::string* stored, int64_t delta);
+
 // Waits until `count` callers have arrived at barrier `name` (a counter key).
 Status storeBarrier(Store& store, const std::string& name, int count, double timeoutSeconds);
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/core/parse.h"
+
 namespace tide {
 namespace {
 
@@ -86,10 +88,9 @@ Result<uint64_t> parseSize(std::string_view text) {
 }
 
 Result<uint64_t> parseCount(std::string_view text) {
-  std::string_view s = trim(text);
-  uint64_t v = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size())
+  // The strict parse is parseUnsigned's; a count from a user may carry spaces.
+  auto v = parseUnsigned(trim(text), "count");
+  if (!v.isOk())
     return TIDE_ERROR(Code::kInvalidArgument,
                       "expected a non-negative integer, got '" + std::string(text) + "'");
   return v;

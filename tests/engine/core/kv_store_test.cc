@@ -24,6 +24,34 @@ TEST(MemoryStore, GetTimesOut) {
   EXPECT_EQ(v.status().code(), Code::kTimeout);
 }
 
+// A counter's text may come from any process that can write the store: one
+// that is not a number (or would overflow) is an error, never an exception.
+TEST(MemoryStore, AddOnTextThatIsNotACounterFails) {
+  MemoryStore s;
+  for (const char* bad : {"abc", "", "12x", " 3", "99999999999999999999"}) {
+    ASSERT_TRUE(s.set("c", bad).isOk());
+    auto r = s.add("c", 1);
+    ASSERT_FALSE(r.isOk()) << "'" << bad << "'";
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("'c'"), std::string::npos) << r.status().message();
+    EXPECT_EQ(*s.get("c", 0), bad);
+  }
+  ASSERT_TRUE(s.set("c", "9223372036854775807").isOk());
+  EXPECT_EQ(s.add("c", 1).status().code(), Code::kInvalidArgument);
+  ASSERT_TRUE(s.set("c", "-5").isOk());
+  EXPECT_EQ(*s.add("c", 7), 2);
+  EXPECT_EQ(*s.add("fresh", -3), -3);
+}
+
+TEST(AddToCounter, ParsesAndAddsOrRefuses) {
+  const std::string ten = "10", junk = "10 ";
+  EXPECT_EQ(*addToCounter(nullptr, 4), 4);
+  EXPECT_EQ(*addToCounter(&ten, -11), -1);
+  EXPECT_FALSE(addToCounter(&junk, 1).isOk());
+  const std::string min = "-9223372036854775808";
+  EXPECT_FALSE(addToCounter(&min, -1).isOk());
+}
+
 TEST(MemoryStore, BarrierReleasesAllRanks) {
   MemoryStore store;
   PrefixStore scoped(store, "run7/");
