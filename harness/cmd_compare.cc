@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string_view>
 
+#include "engine/core/parse.h"
 #include "harness/command.h"
 #include "harness/compare/comparison.h"
 #include "harness/flag_check.h"
@@ -31,14 +33,10 @@ Result<std::pair<std::string, double>> parseRule(const std::string& rule) {
   if (eq == std::string::npos || eq == 0)
     return TIDE_ERROR(Code::kInvalidArgument,
                       "--threshold-for wants REGEX=PERCENT, got '" + rule + "'");
-  try {
-    size_t used = 0;
-    double pct = std::stod(rule.substr(eq + 1), &used);
-    if (used != rule.size() - eq - 1 || pct < 0) throw std::invalid_argument("");
-    return std::make_pair(rule.substr(0, eq), pct);
-  } catch (const std::exception&) {
+  auto pct = parseDouble(std::string_view(rule).substr(eq + 1), "percent");
+  if (!pct.isOk() || *pct < 0)
     return TIDE_ERROR(Code::kInvalidArgument, "bad percent in --threshold-for '" + rule + "'");
-  }
+  return std::make_pair(rule.substr(0, eq), *pct);
 }
 
 void printTable(const std::vector<MetricComparison>& rows) {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "engine/core/clock.h"
+#include "engine/core/parse.h"
 #include "engine/core/units.h"
 #include "engine/data/payload_checksum.h"
 #include "engine/data/rollout_bus.h"
@@ -47,13 +48,10 @@ workloads::RolloutConfig lengthModel(const Options& o) {
   for (size_t at = colon; at != std::string::npos;) {
     size_t next = o.lenDist.find(':', at + 1);
     std::string tok = o.lenDist.substr(at + 1, next == std::string::npos ? next : next - at - 1);
-    try {
-      size_t used = 0;
-      args.push_back(std::stod(tok, &used));
-      if (used != tok.size()) throw std::invalid_argument(tok);
-    } catch (const std::exception&) {
+    auto x = parseDouble(tok, "number");
+    if (!x.isOk())
       throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--len-dist: bad number '" + tok + "'"));
-    }
+    args.push_back(*x);
     at = next;
   }
   auto need = [&](size_t n) {
@@ -248,7 +246,8 @@ nlohmann::json runBus(const Options& o, const workloads::RolloutConfig& lm) {
             TIDE_RETURN_IF_ERROR(prod.endStep(s));
           } else {
             TIDE_ASSIGN_OR_RETURN(std::string v, kv.get("weights/version", o.timeout));
-            TIDE_RETURN_IF_ERROR(prod.put(std::move(b), std::stoll(v)));
+            TIDE_ASSIGN_OR_RETURN(int64_t version, parseSigned(v, "weights version in the store"));
+            TIDE_RETURN_IF_ERROR(prod.put(std::move(b), version));
           }
         }
         // Async: keep our published memory until every slot is consumed.
@@ -288,7 +287,8 @@ nlohmann::json runBus(const Options& o, const workloads::RolloutConfig& lm) {
         bool warm = false;
         while (true) {
           TIDE_ASSIGN_OR_RETURN(std::string v, kv.get("weights/version", o.timeout));
-          auto d = cons.get(std::stoll(v));
+          TIDE_ASSIGN_OR_RETURN(int64_t version, parseSigned(v, "weights version in the store"));
+          auto d = cons.get(version);
           if (!d.isOk() && d.status().code() == Code::kOutOfRange) break;
           if (!d.isOk()) return d.status();
           if (!warm) {

@@ -12,12 +12,14 @@
 #include <random>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
 #include "engine/core/fd.h"
 #include "engine/core/log.h"
+#include "engine/core/parse.h"
 
 namespace tide::exec {
 
@@ -101,7 +103,13 @@ std::string netAdminMissing() {
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind("CapEff:", 0) != 0) continue;
-    const uint64_t caps = std::stoull(line.substr(7), nullptr, 16);
+    std::string_view field(line);
+    field.remove_prefix(7);
+    while (!field.empty() && (field.front() == ' ' || field.front() == '\t'))
+      field.remove_prefix(1);
+    auto parsed = parseUnsigned(field, "CapEff", 16);
+    if (!parsed.isOk()) break;
+    const uint64_t caps = *parsed;
     constexpr int kCapNetAdmin = 12, kCapSysAdmin = 21;
     if (!(caps & (1ull << kCapNetAdmin)) || !(caps & (1ull << kCapSysAdmin))) {
       return "the emulated cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN to create "

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "engine/core/parse.h"
 #include "engine/exec/fp8_blocks.h"
 
 namespace tide::exec {
@@ -112,7 +113,7 @@ Status RankExecutor::setup() {
   }
   if (rank_ == 0) TIDE_RETURN_IF_ERROR(store_.set("epoch", std::to_string(now())));
   TIDE_ASSIGN_OR_RETURN(std::string epoch, store_.get("epoch", options_.timeoutSeconds));
-  epoch_ = std::stod(epoch);
+  TIDE_ASSIGN_OR_RETURN(epoch_, parseDouble(epoch, "epoch in the rendezvous store"));
 
   remoteIds_.assign(plan_.ranks.size(), {});
   std::vector<std::array<bool, kSpaceCount>> imported(plan_.ranks.size());

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 
+#include "engine/core/parse.h"
 #include "engine/exec/incoming_groups.h"
 
 namespace tide::exec {
@@ -385,12 +386,9 @@ bool StorePath::reads(int rank, uint64_t version) const {
 Result<uint64_t> StorePath::join(const Buffers& buffers, StoreCounters& counters) {
   auto got = store_.get(joinKey(), options_.timeoutSeconds);
   if (!got.isOk()) return got.status().withContext("store: no lease granted to the joining engine");
-  uint64_t version = 0;
-  try {
-    version = std::stoull(*got);
-  } catch (const std::exception&) {
-    return TIDE_ERROR(Code::kDataLoss, "store: bad join record '" + *got + "'");
-  }
+  auto parsed = parseUnsigned(*got, "join record");
+  if (!parsed.isOk()) return TIDE_ERROR(Code::kDataLoss, "store: " + parsed.status().message());
+  const uint64_t version = *parsed;
   TIDE_ASSIGN_OR_RETURN(auto found, readVersion(version, buffers, counters));
   // Nodes it found gone are reported with its first update's reads.
   (void)found;

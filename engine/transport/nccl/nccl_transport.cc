@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "engine/core/parse.h"
 #include "engine/transport/nccl/nccl_handles.h"
 
 namespace tide::transport::nccl {
@@ -180,11 +181,12 @@ Result<std::unique_ptr<Transport>> createNcclTransport(const TransportConfig& co
   if (n == 0) return TIDE_ERROR(Code::kUnavailable, "nccl: no CUDA device");
   int device = config.rank % n;
   if (auto it = config.options.find("device"); it != config.options.end()) {
-    device = std::atoi(it->second.c_str());
-    if (device < 0 || device >= n) {
+    auto d = parseUnsigned(it->second, "nccl device option");
+    if (!d.isOk() || *d >= static_cast<uint64_t>(n)) {
       return TIDE_ERROR(Code::kInvalidArgument, "nccl: device " + it->second + " of " +
                                                     std::to_string(n) + " CUDA devices");
     }
+    device = static_cast<int>(*d);
   }
   auto t = std::make_unique<NcclTransportImpl>(config, device);
   TIDE_RETURN_IF_ERROR(t->init());

@@ -5,10 +5,12 @@
 #include <poll.h>
 
 #include <cstring>
+#include <string_view>
 
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
 #include "engine/core/log.h"
+#include "engine/core/parse.h"
 
 namespace tide::transport::rdma {
 namespace {
@@ -113,11 +115,16 @@ Status CmConnection::run(const ConnectPlan& plan, Store& store, std::vector<Chan
       auto where = store.get(key, plan.timeoutSeconds);
       if (!where.isOk())
         return where.status().withContext("waiting for rank " + std::to_string(p) + "'s listener");
-      char ipBuf[64] = {};
-      unsigned port = 0;
-      if (std::sscanf(where->c_str(), "%63s %u", ipBuf, &port) != 2)
+      // "ip port", as the listener published it above.
+      const size_t space = where->find(' ');
+      auto port =
+          space == std::string::npos
+              ? Result<uint64_t>(TIDE_ERROR(Code::kInvalidArgument, "no port"))
+              : parseUnsigned(std::string_view(*where).substr(space + 1), "CM port", 10, 65535);
+      if (!port.isOk())
         return TIDE_ERROR(Code::kInvalidArgument, "malformed CM address '" + *where + "'");
-      TIDE_ASSIGN_OR_RETURN(sockaddr_in dst, parseAddr(ipBuf, static_cast<uint16_t>(port)));
+      const std::string ip = where->substr(0, space);
+      TIDE_ASSIGN_OR_RETURN(sockaddr_in dst, parseAddr(ip, static_cast<uint16_t>(*port)));
       TIDE_ASSIGN_OR_RETURN(sockaddr_in src,
                             parseAddr(plan.devices[static_cast<size_t>(r)]->ipv4(), 0));
       for (int s = 0; s < plan.streams; ++s) {
@@ -128,7 +135,7 @@ Status CmConnection::run(const ConnectPlan& plan, Store& store, std::vector<Chan
         ids_.push_back(id);
         if (rdma_resolve_addr(id, reinterpret_cast<sockaddr*>(&src),
                               reinterpret_cast<sockaddr*>(&dst), 5000) != 0)
-          return TIDE_ERRNO(std::string("rdma_resolve_addr(") + ipBuf + ")");
+          return TIDE_ERRNO("rdma_resolve_addr(" + ip + ")");
       }
     }
   }

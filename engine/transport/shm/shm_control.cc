@@ -12,6 +12,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
+#include "engine/core/parse.h"
 
 namespace tide::transport::shm {
 namespace {
@@ -72,6 +73,21 @@ bool readAll(int fd, void* p, size_t n) {
 
 }  // namespace
 
+std::string encodeControlAddress(const ControlAddress& a) {
+  return a.name + "\n" + std::to_string(a.nonce);
+}
+
+Result<ControlAddress> decodeControlAddress(std::string_view text) {
+  const size_t nl = text.find('\n');
+  if (nl == std::string_view::npos || nl == 0)
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "malformed shm control address (expected a name, a newline, a nonce)");
+  ControlAddress a;
+  a.name = std::string(text.substr(0, nl));
+  TIDE_ASSIGN_OR_RETURN(a.nonce, parseUnsigned(text.substr(nl + 1), "shm control nonce"));
+  return a;
+}
+
 ControlChannel::ControlChannel(int rank, int worldSize, double opTimeoutSeconds)
     : rank_(rank),
       worldSize_(worldSize),
@@ -116,19 +132,18 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::create(int rank, int wor
   if (!c->wake_.valid()) return TIDE_ERRNO("eventfd");
 
   std::string key = "shm/" + std::to_string(rank) + "/ctl";
-  TIDE_RETURN_IF_ERROR(store.set(key, name + "\n" + std::to_string(c->nonce_)));
+  TIDE_RETURN_IF_ERROR(store.set(key, encodeControlAddress({name, c->nonce_})));
   c->receiver_ = std::thread([raw = c.get()] { raw->receiveLoop(); });
 
   for (int p = 0; p < worldSize; ++p) {
     if (p == rank) continue;
     auto v = store.get("shm/" + std::to_string(p) + "/ctl", connectTimeoutSeconds);
     if (!v.isOk()) return v.status().withContext("shm: waiting for rank " + std::to_string(p));
-    auto nl = v->find('\n');
-    if (nl == std::string::npos)
-      return TIDE_ERROR(Code::kInvalidArgument,
-                        "malformed shm control address of rank " + std::to_string(p));
-    std::string peerName = v->substr(0, nl);
-    Hello hello{rank, std::stoull(v->substr(nl + 1))};
+    auto peerAddr = decodeControlAddress(*v);
+    if (!peerAddr.isOk())
+      return peerAddr.status().withContext("shm: control address of rank " + std::to_string(p));
+    const std::string& peerName = peerAddr->name;
+    Hello hello{rank, peerAddr->nonce};
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return TIDE_ERRNO("socket(AF_UNIX)");
     sockaddr_un pa = abstractAddress(peerName, alen);

@@ -12,6 +12,8 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -20,6 +22,16 @@
 #include "engine/core/status.h"
 
 namespace tide::transport::shm {
+
+// What a rank publishes in the store for its peers: the abstract socket's
+// name and the nonce its hello must carry ("name\nnonce").
+struct ControlAddress {
+  std::string name;
+  uint64_t nonce = 0;
+};
+std::string encodeControlAddress(const ControlAddress& a);
+// kInvalidArgument when the record is not "name\nnonce" with a decimal nonce.
+Result<ControlAddress> decodeControlAddress(std::string_view text);
 
 class ControlChannel {
  public:
