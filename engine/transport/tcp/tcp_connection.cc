@@ -13,6 +13,7 @@
 
 #include "engine/core/errno_status.h"
 #include "engine/core/sanitizers.h"
+#include "engine/transport/tcp/tcp_wire.h"
 #if TIDE_TSAN
 extern "C" void __tsan_read_range(void* addr, unsigned long size);
 extern "C" void AnnotateIgnoreReadsBegin(const char* file, int line);
@@ -221,19 +222,8 @@ Result<UniqueFd> listenOn(const std::string& host, int backlog, uint16_t& port) 
 }
 
 Result<UniqueFd> connectTo(const std::string& hostPort, const Deadline& deadline) {
-  auto colon = hostPort.rfind(':');
-  if (colon == std::string::npos)
-    return TIDE_ERROR(Code::kInvalidArgument, "address '" + hostPort + "' is not host:port");
-  int port = 0;
-  try {
-    port = std::stoi(hostPort.substr(colon + 1));
-  } catch (...) {
-    port = -1;
-  }
-  if (port <= 0 || port > 65535)
-    return TIDE_ERROR(Code::kInvalidArgument, "bad port in address '" + hostPort + "'");
-  TIDE_ASSIGN_OR_RETURN(sockaddr_in addr,
-                        resolve(hostPort.substr(0, colon), static_cast<uint16_t>(port)));
+  TIDE_ASSIGN_OR_RETURN(HostPort where, splitHostPort(hostPort));
+  TIDE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(where.host, where.port));
   while (true) {
     UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd.valid()) return TIDE_ERRNO("socket");

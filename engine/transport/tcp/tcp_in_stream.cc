@@ -49,7 +49,7 @@ Status InStream::serveOne(const WireHeader& h) {
     return TIDE_ERROR(Code::kDataLoss,
                       "protocol error from rank " + std::to_string(peer_) + ": " + what);
   };
-  if (h.magic != kWireMagic) return proto("bad magic");
+  if (Status s = checkRequestHeader(h); !s.isOk()) return proto(s.message());
   switch (static_cast<MsgType>(h.type)) {
     case MsgType::kWrite: {
       auto lease = host_.regions().acquire(h.region, h.offset, h.length, h.key);
@@ -76,14 +76,13 @@ Status InStream::serveOne(const WireHeader& h) {
       return conn_.sendAll(iov, 2, IoWait{timeout, nullptr});
     }
     case MsgType::kControl: {
-      if (h.length > kMaxControlBytes) return proto("oversized control message");
       std::vector<uint8_t> bytes(h.length);
       TIDE_RETURN_IF_ERROR(conn_.recvExact(bytes.data(), bytes.size(), IoWait{timeout, nullptr}));
       host_.deliverControl(peer_, h.imm, std::move(bytes));
       return Status::ok();
     }
     default:
-      return proto("unexpected message type " + std::to_string(h.type));
+      return proto("unexpected message type " + std::to_string(h.type));  // checked above
   }
 }
 

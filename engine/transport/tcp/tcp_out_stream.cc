@@ -180,30 +180,23 @@ Result<bool> OutStream::receiveOne() {
     return TIDE_ERROR(Code::kDataLoss,
                       "protocol error from rank " + std::to_string(peer_) + ": " + what);
   };
-  if (h.magic != kWireMagic) return proto("bad magic");
   InFlight f;
+  bool pending = false;
   {
     std::lock_guard lock(mu_);
-    if (inFlight_.empty()) return proto("answer without a request");
-    f = inFlight_.front();
+    pending = !inFlight_.empty();
+    if (pending) f = inFlight_.front();
   }
-  if (h.seq != f.seq) return proto("answer out of order");
+  const PendingRequest oldest{f.seq, f.slice.kind == Slice::Kind::kRead, f.slice.length};
+  auto kind = checkAnswerHeader(h, pending ? &oldest : nullptr);
+  if (!kind.isOk()) return proto(kind.status().message());
   Status result;
-  auto type = static_cast<MsgType>(h.type);
-  if (type == MsgType::kAck && f.slice.kind == Slice::Kind::kWrite) {
-    // placed
-  } else if (type == MsgType::kReadResp && f.slice.kind == Slice::Kind::kRead) {
-    if (h.length != f.slice.length) return proto("read answer of the wrong length");
+  if (*kind == AnswerKind::kReadData) {
     TIDE_RETURN_IF_ERROR(conn_.recvExact(f.slice.local, h.length, IoWait{timeout, nullptr}));
-  } else if (type == MsgType::kNack) {
-    if (h.length > kMaxControlBytes) return proto("oversized NACK");
+  } else if (*kind == AnswerKind::kNack) {
     std::string text(h.length, '\0');
     TIDE_RETURN_IF_ERROR(conn_.recvExact(text.data(), text.size(), IoWait{timeout, nullptr}));
-    auto code = static_cast<Code>(h.code);
-    if (code == Code::kOk || h.code > static_cast<uint8_t>(Code::kInternal)) code = Code::kInternal;
-    result = Status(code, "rejected by rank " + std::to_string(peer_) + ": " + text);
-  } else {
-    return proto("unexpected answer type " + std::to_string(h.type));
+    result = Status(nackCode(h.code), "rejected by rank " + std::to_string(peer_) + ": " + text);
   }
   bool sent;
   {

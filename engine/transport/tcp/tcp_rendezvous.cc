@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cinttypes>
-#include <cstdio>
 #include <thread>
 
 #include "engine/core/errno_status.h"
@@ -22,15 +20,12 @@ constexpr double kHelloSeconds = 2.0;  // a silent stray connection costs at mos
 
 Result<uint64_t> runToken(const TransportConfig& c) {
   if (c.rank == 0) {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016" PRIx64, randomKey());
-    TIDE_RETURN_IF_ERROR(c.store->set("tcp/token", buf));
-    return std::stoull(buf, nullptr, 16);
+    const uint64_t token = randomKey();
+    TIDE_RETURN_IF_ERROR(c.store->set("tcp/token", formatRunToken(token)));
+    return token;
   }
   TIDE_ASSIGN_OR_RETURN(std::string s, c.store->get("tcp/token", c.connectTimeoutSeconds));
-  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos)
-    return TIDE_ERROR(Code::kInvalidArgument, "malformed run token in rendezvous store");
-  return std::stoull(s, nullptr, 16);
+  return parseRunToken(s);
 }
 
 // Accepts and checks the peers' connections until all arrived or the deadline.
@@ -66,14 +61,7 @@ class Acceptor {
     Hello h;
     Deadline helloBy(std::min(deadline.remaining(), Deadline::after(kHelloSeconds).remaining()));
     TIDE_RETURN_IF_ERROR(readWithDeadline(fd.get(), &h, sizeof h, helloBy));
-    if (h.magic != kWireMagic || h.version != kWireVersion)
-      return TIDE_ERROR(Code::kInvalidArgument, "not a tide tcp peer (bad magic or version)");
-    if (h.token != token_) return TIDE_ERROR(Code::kPermissionDenied, "wrong run token");
-    if (h.worldSize != c_.worldSize || h.target != c_.rank || h.rank < 0 ||
-        h.rank >= c_.worldSize || h.rank == c_.rank || h.stream < 0 || h.stream >= c_.streams)
-      return TIDE_ERROR(Code::kInvalidArgument, "hello from rank " + std::to_string(h.rank) +
-                                                    " stream " + std::to_string(h.stream) +
-                                                    " does not fit this world");
+    TIDE_RETURN_IF_ERROR(checkHello(h, token_, c_.rank, c_.worldSize, c_.streams));
     auto& slot = out_.incoming[h.rank][h.stream];
     if (slot.valid())
       return TIDE_ERROR(Code::kAlreadyExists, "duplicate connection from rank " +
@@ -113,9 +101,9 @@ Result<UniqueFd> connectStream(const TransportConfig& c, uint64_t token, const s
   if (!s.isOk())
     return s.withContext("rank " + std::to_string(peer) + " at " + addr +
                          " did not accept the connection");
-  if (r.magic != kWireMagic || r.rank != peer || r.token != token)
-    return TIDE_ERROR(Code::kInvalidArgument, "rank " + std::to_string(peer) + " at " + addr +
-                                                  " answered with a wrong identity");
+  if (Status id = checkHelloReply(r, token, peer); !id.isOk())
+    return TIDE_ERROR(id.code(),
+                      "rank " + std::to_string(peer) + " at " + addr + " " + id.message());
   TIDE_RETURN_IF_ERROR(configureSocket(fd.get(), bufBytes));
   return fd;
 }

@@ -3,9 +3,15 @@
 // followed by a payload. Per ordered rank pair (initiator -> target) there are
 // `streams` connections; on each, the initiator sends requests and the target
 // answers every WRITE and READ in order, so responses match requests FIFO.
+// The checks of what a peer sent are pure functions here (tcp_wire.cc): the
+// streams, the rendezvous and the fuzzer run the same ones.
 
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <string_view>
+
+#include "engine/core/status.h"
 
 namespace tide::transport::tcp {
 
@@ -58,5 +64,41 @@ struct HelloReply {
   uint64_t token = 0;
 };
 static_assert(sizeof(HelloReply) == 16, "hello reply layout");
+
+// A request header at the target: kDataLoss naming what is wrong (bad magic,
+// a type that is not a request, an oversized control message). Region, range
+// and key are checked against the region table, not here.
+Status checkRequestHeader(const WireHeader& h);
+
+// The oldest request in flight on a connection, which the next answer answers.
+struct PendingRequest {
+  uint64_t seq = 0;
+  bool read = false;    // a READ (else a WRITE)
+  uint64_t length = 0;  // bytes a READ asked for
+};
+enum class AnswerKind { kWriteAck, kReadData, kNack };
+// An answer header at the initiator (`oldest` null: nothing in flight):
+// what follows it, or kDataLoss naming what is wrong.
+Result<AnswerKind> checkAnswerHeader(const WireHeader& h, const PendingRequest* oldest);
+// A NACK's code as a tide::Code; kInternal for OK or a code this side does not know.
+Code nackCode(uint8_t code);
+
+// An initiator's hello at the acceptor, rank `self` of `worldSize` with
+// `streams` connections per pair: kInvalidArgument when it is not a tide peer
+// or does not fit this world, kPermissionDenied for a wrong run token.
+Status checkHello(const Hello& h, uint64_t token, int self, int worldSize, int streams);
+// The acceptor's reply at the initiator that dialled rank `peer`.
+Status checkHelloReply(const HelloReply& r, uint64_t token, int peer);
+
+// The run token as rank 0 publishes it in the store: 16 lowercase hex digits.
+std::string formatRunToken(uint64_t token);
+Result<uint64_t> parseRunToken(std::string_view text);
+
+// "host:port" as ranks publish their listeners (port 1..65535).
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+};
+Result<HostPort> splitHostPort(std::string_view text);
 
 }  // namespace tide::transport::tcp
