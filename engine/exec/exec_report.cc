@@ -1,7 +1,8 @@
 #include "engine/exec/exec_report.h"
 
 #include <algorithm>
-#include <sstream>
+
+#include "engine/exec/rank_records.h"
 
 namespace tide::exec {
 
@@ -21,11 +22,8 @@ std::string windowKey(int step, int rank) {
 
 Status publishSwitch(Store& store, int step, int rank, double pauseSeconds, double atSeconds,
                      const GenerationStats& g, uint64_t shadowBytes) {
-  std::ostringstream rec;
-  rec.precision(17);
-  rec << pauseSeconds << ' ' << atSeconds << ' ' << g.reads << ' ' << g.readsDuringUpdate << ' '
-      << g.torn << ' ' << shadowBytes;
-  TIDE_RETURN_IF_ERROR(store.set(switchKey(step, rank), rec.str()));
+  SwitchRecord rec{pauseSeconds, atSeconds, g.reads, g.readsDuringUpdate, g.torn, shadowBytes};
+  TIDE_RETURN_IF_ERROR(store.set(switchKey(step, rank), encodeSwitch(rec)));
   if (g.torn > 0) {
     return TIDE_ERROR(Code::kDataLoss, "switch: generation on rank " + std::to_string(rank) +
                                            " read a torn shard " + std::to_string(g.torn) +
@@ -42,21 +40,19 @@ Status gatherSwitches(Store& store, int step, int world, double timeoutSeconds,
   uint64_t shadow = 0;
   for (int r = 0; r < world; ++r) {
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(switchKey(step, r), timeoutSeconds));
-    std::istringstream in(text);
-    double p = 0, t = 0;
-    uint64_t reads = 0, during = 0, torn = 0, bytes = 0;
-    if (!(in >> p >> t >> reads >> during >> torn >> bytes)) {
+    auto rec = decodeSwitch(text);
+    if (!rec.isOk()) {
       return TIDE_ERROR(Code::kDataLoss, "switch: bad record from rank " + std::to_string(r));
     }
-    s.pauseSeconds = std::max(s.pauseSeconds, p);
-    if (t > 0) {
-      first = std::min(first, t);
-      last = std::max(last, t);
+    s.pauseSeconds = std::max(s.pauseSeconds, rec->pauseSeconds);
+    if (rec->atSeconds > 0) {
+      first = std::min(first, rec->atSeconds);
+      last = std::max(last, rec->atSeconds);
     }
-    s.generationReads += reads;
-    s.readsDuringUpdate += during;
-    s.tornReads += torn;
-    shadow += bytes;
+    s.generationReads += rec->reads;
+    s.readsDuringUpdate += rec->readsDuringUpdate;
+    s.tornReads += rec->torn;
+    shadow += rec->shadowBytes;
   }
   s.skewSeconds = last >= first ? last - first : 0;
   report.shadowBytes = shadow;
@@ -71,17 +67,12 @@ Status gatherSwitches(Store& store, int step, int world, double timeoutSeconds,
 
 Status publishJoin(Store& store, int step, int rank, double seconds, double pullSeconds,
                    uint64_t bytes, uint64_t version) {
-  std::ostringstream rec;
-  rec.precision(17);
-  rec << seconds << ' ' << pullSeconds << ' ' << bytes << ' ' << version;
-  return store.set(joinKey(step, rank), rec.str());
+  JoinPullRecord rec{seconds, pullSeconds, bytes, static_cast<int>(version)};
+  return store.set(joinKey(step, rank), encodeJoinPull(rec));
 }
 
 Status publishWindow(Store& store, int step, int rank, double tStart, double tEnd) {
-  std::ostringstream rec;
-  rec.precision(17);
-  rec << tStart << ' ' << tEnd;
-  return store.set(windowKey(step, rank), rec.str());
+  return store.set(windowKey(step, rank), encodeWindow(WindowRecord{tStart, tEnd}));
 }
 
 Status gatherJoin(Store& store, int step, const std::vector<int>& ranks,
@@ -92,28 +83,24 @@ Status gatherJoin(Store& store, int step, const std::vector<int>& ranks,
   double first = 1e300, last = -1e300;
   for (int r : others) {
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(windowKey(step, r), timeoutSeconds));
-    std::istringstream in(text);
-    double a = 0, b = 0;
-    if (!(in >> a >> b)) {
+    auto w = decodeWindow(text);
+    if (!w.isOk()) {
       return TIDE_ERROR(Code::kDataLoss, "join: bad window from rank " + std::to_string(r));
     }
-    first = std::min(first, a);
-    last = std::max(last, b);
+    first = std::min(first, w->tStart);
+    last = std::max(last, w->tEnd);
   }
   j.othersSeconds = last >= first ? last - first : 0;
   for (int r : ranks) {
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(joinKey(step, r), timeoutSeconds));
-    std::istringstream in(text);
-    double secs = 0, pull = 0;
-    uint64_t bytes = 0;
-    int version = -1;
-    if (!(in >> secs >> pull >> bytes >> version)) {
+    auto rec = decodeJoinPull(text);
+    if (!rec.isOk()) {
       return TIDE_ERROR(Code::kDataLoss, "join: bad record from rank " + std::to_string(r));
     }
-    j.seconds = std::max(j.seconds, secs);
-    j.pullSeconds = std::max(j.pullSeconds, pull);
-    j.bytes += bytes;
-    j.version = version;
+    j.seconds = std::max(j.seconds, rec->seconds);
+    j.pullSeconds = std::max(j.pullSeconds, rec->pullSeconds);
+    j.bytes += rec->bytes;
+    j.version = rec->version;
   }
   report.join = j;
   return Status::ok();

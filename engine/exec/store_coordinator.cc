@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <sstream>
 
 #include "engine/sync/store/catalog_json.h"
 
@@ -91,27 +90,17 @@ Result<bool> StoreCoordinator::gatherStored(uint64_t version, uint32_t attempt) 
     TIDE_ASSIGN_OR_RETURN(
         std::string text,
         store_.get(storeKey(version, "stored/w" + std::to_string(w) + a), timeout_));
-    std::istringstream in(text);
-    std::string tag;
-    size_t n = 0;
-    in >> tag;
-    if (tag == "ok") continue;
-    if (tag == "error") {
-      return TIDE_ERROR(Code::kUnavailable,
-                        "trainer " + std::to_string(w) + " failed: " + text.substr(6));
-    }
-    if (tag != "lost" || !(in >> n)) {
+    auto report = decodeStoredReport(text, layout_.nodes);
+    if (!report.isOk()) {
       return TIDE_ERROR(Code::kDataLoss,
                         "store: bad stored report from trainer " + std::to_string(w) + ": " + text);
     }
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t node = 0;
-      if (!(in >> node) || node >= layout_.nodes) {
-        return TIDE_ERROR(Code::kDataLoss,
-                          "store: bad stored report from trainer " + std::to_string(w));
-      }
-      lost.insert(node);
+    if (report->ok) continue;
+    if (!report->error.empty()) {
+      return TIDE_ERROR(Code::kUnavailable,
+                        "trainer " + std::to_string(w) + " failed: " + report->error);
     }
+    lost.insert(report->lost.begin(), report->lost.end());
   }
   if (lost.empty()) return true;
   // The import is dropped whole (its space freed) and placed again on the
@@ -180,20 +169,11 @@ Result<std::vector<RepairCopy>> StoreCoordinator::afterRead(uint64_t version) {
     if (!reads(r, version)) continue;
     TIDE_ASSIGN_OR_RETURN(std::string text,
                           store_.get(storeKey(version, "read/r" + std::to_string(r)), timeout_));
-    std::istringstream in(text);
-    std::string tag;
-    size_t n = 0;
-    if (!(in >> tag >> n) || tag != "lost") {
+    auto found = decodeReadReport(text);
+    if (!found.isOk())
       return TIDE_ERROR(Code::kDataLoss, "store: bad read report from rank " + std::to_string(r));
-    }
-    failovers_ += n;
-    for (size_t i = 0; i < n; ++i) {
-      uint32_t node = 0;
-      if (!(in >> node)) {
-        return TIDE_ERROR(Code::kDataLoss, "store: bad read report from rank " + std::to_string(r));
-      }
-      lost.insert(node);
-    }
+    failovers_ += found->size();
+    lost.insert(found->begin(), found->end());
   }
   // Every reader holds V now: their leases on older versions go (a joining
   // engine's too), and what nobody holds is collected before anything is

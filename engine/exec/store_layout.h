@@ -1,8 +1,8 @@
 #pragma once
 // What every rank of a store run computes alike from the plan: the trainer
 // slices, their cut into fragments (global ids, trainer by trainer), the
-// store nodes and their hosts, the readers; and the records ranks exchange
-// through the key-value store during one version (plain text).
+// store nodes and their hosts, the readers; and the keys of the records ranks
+// exchange through the key-value store during one version (store_records.h).
 
 #include <cstdint>
 #include <map>
@@ -13,6 +13,7 @@
 #include "engine/core/kv_store.h"
 #include "engine/core/status.h"
 #include "engine/exec/rank_layout.h"
+#include "engine/exec/store_records.h"
 #include "engine/plan/transfer_plan.h"
 
 namespace tide::exec {
@@ -42,33 +43,6 @@ struct StoreLayout {
   uint64_t bytesOf(uint32_t f) const;
   int hostOf(uint32_t node) const { return static_cast<int>(node); }
 };
-
-// Where each replica of each fragment lies: node and offset in its segment.
-struct Placement {
-  std::vector<std::vector<std::pair<uint32_t, uint64_t>>> replicas;  // per fragment
-};
-
-// A trainer's report before placement: its fragments' and out-groups' hashes.
-struct WriterHashes {
-  std::vector<uint64_t> fragments;
-  std::map<std::pair<int, uint32_t>, uint64_t> groups;  // (reader rank, unit) -> XXH3
-};
-
-// What the coordinator publishes last: the frozen manifest with its hash,
-// the placement and every group's hash.
-struct CommitRecord {
-  uint64_t manifestHash = 0;
-  std::string manifest;
-  Placement placement;
-  std::map<std::pair<int, uint32_t>, uint64_t> groups;
-};
-
-std::string encodePlacement(const Placement& p);
-Result<Placement> decodePlacement(const std::string& text, uint32_t fragments);
-std::string encodeHashes(const WriterHashes& h);
-Result<WriterHashes> decodeHashes(const std::string& text);
-std::string encodeCommit(const CommitRecord& c);
-Result<CommitRecord> decodeCommit(const std::string& text, uint32_t fragments);
 
 // Keys of version V's records.
 std::string storeKey(uint64_t version, const std::string& what);

@@ -10,6 +10,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
+#include "engine/core/kv_store.h"
 #include "engine/core/log.h"
 #include "engine/exec/socket_io.h"
 
@@ -17,21 +18,6 @@ namespace tide::exec {
 namespace {
 
 constexpr double kHandshakeSeconds = 10;
-
-bool tokensEqual(const std::string& a, const std::string& b) {
-  // Length leaks, contents do not: compare every byte.
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
-bool readString(int fd, uint32_t limit, std::string& out) {
-  uint32_t n = 0;
-  if (!recvAll(fd, &n, sizeof n) || n > limit) return false;
-  out.resize(n);
-  return n == 0 || recvAll(fd, out.data(), n);
-}
 
 }  // namespace
 
@@ -76,53 +62,43 @@ void StoreServer::acceptLoop() {
   }
 }
 
-bool StoreServer::handshake(int fd) {
+bool StoreServer::handshake(int fd, const StoreReader& read) {
   setIoTimeout(fd, kHandshakeSeconds);  // a silent client cannot pin a thread forever
-  uint32_t magic = 0;
-  std::string token;
-  bool ok = recvAll(fd, &magic, sizeof magic) && magic == kStoreMagic &&
-            readString(fd, 4096, token) && tokensEqual(token, token_);
-  uint8_t reply = ok ? 1 : 0;
+  Status s = readStoreHello(read, token_);
+  uint8_t reply = s.isOk() ? 1 : 0;
   sendAll(fd, &reply, 1);
-  if (!ok)
-    TIDE_LOG_WARN("rendezvous store: refused a connection (wrong run token or not a tide client)");
+  if (!s.isOk())
+    TIDE_LOG_WARN("rendezvous store: refused a connection ({}; another run or not a tide client)",
+                  s.message());
   setIoTimeout(fd, 0);
-  return ok;
+  return s.isOk();
 }
 
 void StoreServer::serve(int fd) {
-  if (!handshake(fd)) {
+  const StoreReader read = [fd](void* data, size_t n) { return recvAll(fd, data, n); };
+  if (!handshake(fd, read)) {
     ::shutdown(fd, SHUT_RDWR);
     return;
   }
   while (!stop_) {
-    uint8_t op = 0;
-    std::string key;
-    if (!recvAll(fd, &op, 1) || !readString(fd, kMaxStoreKey, key)) break;
-    if (op == static_cast<uint8_t>(StoreOp::kSet)) {
-      std::string value;
-      if (!readString(fd, kMaxStoreValue, value)) break;
-      set(key, std::move(value));
+    auto req = readStoreRequest(read);
+    if (!req.isOk()) break;  // closed, or a protocol violation: drop the connection
+    if (req->op == StoreOp::kSet) {
+      set(req->key, std::move(req->value));
       uint8_t r = 0;
       if (!sendAll(fd, &r, 1)) break;
-    } else if (op == static_cast<uint8_t>(StoreOp::kGet)) {
-      double timeout = 0;
-      if (!recvAll(fd, &timeout, sizeof timeout)) break;
+    } else if (req->op == StoreOp::kGet) {
       std::string value;
-      bool found = get(key, timeout, value);
+      bool found = get(req->key, req->timeoutSeconds, value);
       if (stop_) break;
       uint8_t r = static_cast<uint8_t>(found ? StoreReply::kOk : StoreReply::kTimeout);
       uint32_t n = static_cast<uint32_t>(value.size());
       if (!sendAll(fd, &r, 1) || !sendAll(fd, &n, sizeof n) || !sendAll(fd, value.data(), n)) break;
-    } else if (op == static_cast<uint8_t>(StoreOp::kAdd)) {
-      int64_t delta = 0;
-      if (!recvAll(fd, &delta, sizeof delta)) break;
+    } else {
       bool ok = true;
-      int64_t v = add(key, delta, ok);
+      int64_t v = add(req->key, req->delta, ok);
       uint8_t r = static_cast<uint8_t>(ok ? StoreReply::kOk : StoreReply::kBad);
       if (!sendAll(fd, &r, 1) || !sendAll(fd, &v, sizeof v)) break;
-    } else {
-      break;  // protocol violation: drop the connection
     }
   }
   ::shutdown(fd, SHUT_RDWR);
@@ -156,16 +132,10 @@ int64_t StoreServer::add(const std::string& key, int64_t delta, bool& ok) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = values_.find(key);
-    ok = true;
-    if (it != values_.end()) {
-      char* end = nullptr;
-      v = std::strtoll(it->second.c_str(), &end, 10);
-      if (it->second.empty() || *end != '\0') {
-        ok = false;
-        return 0;
-      }
-    }
-    v += delta;
+    auto sum = addToCounter(it != values_.end() ? &it->second : nullptr, delta);
+    ok = sum.isOk();
+    if (!ok) return 0;
+    v = *sum;
     values_[key] = std::to_string(v);
   }
   cv_.notify_all();

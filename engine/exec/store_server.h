@@ -2,14 +2,8 @@
 // The rendezvous store's server: a key-value map served over TCP. Every
 // connection must first present the run token; a wrong token is refused and
 // closed, so ranks of another run (or a stray client) never read or write this
-// run's keys. One thread per connection: ranks are few and GETs block.
-//
-// Wire format (little-endian, this host's layout):
-//   hello:   u32 magic, u32 token length, token   -> u8 accepted
-//   set:     u8 1, u32 klen, key, u32 vlen, value -> u8 status
-//   get:     u8 2, u32 klen, key, f64 timeout     -> u8 status, u32 vlen, value
-//   add:     u8 3, u32 klen, key, i64 delta       -> u8 status, i64 value
-// status: 0 ok, 1 timeout, 2 bad request.
+// run's keys. One thread per connection: ranks are few and GETs block. The
+// wire format and its decoding are in store_protocol.h.
 
 #include <atomic>
 #include <condition_variable>
@@ -23,14 +17,9 @@
 
 #include "engine/core/fd.h"
 #include "engine/core/status.h"
+#include "engine/exec/store_protocol.h"
 
 namespace tide::exec {
-
-inline constexpr uint32_t kStoreMagic = 0x74535431;  // "tST1"
-inline constexpr uint32_t kMaxStoreKey = 64 * 1024;
-inline constexpr uint32_t kMaxStoreValue = 256u << 20;
-enum class StoreOp : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
-enum class StoreReply : uint8_t { kOk = 0, kTimeout = 1, kBad = 2 };
 
 class StoreServer {
  public:
@@ -53,7 +42,7 @@ class StoreServer {
   explicit StoreServer(std::string token) : token_(std::move(token)) {}
   void acceptLoop();
   void serve(int fd);
-  bool handshake(int fd);
+  bool handshake(int fd, const StoreReader& read);
 
   std::string token_;
   int port_ = 0;

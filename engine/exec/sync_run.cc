@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <thread>
 
 #include "engine/core/clock.h"
 #include "engine/core/log.h"
+#include "engine/exec/rank_records.h"
 
 namespace tide::exec {
 
@@ -53,16 +53,12 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       return stepped.status();
     }
     RankStep rs = std::move(*stepped);
-    std::ostringstream t;
-    t.precision(17);
-    t << rs.tStart << ' ' << rs.tEnd << ' ' << rs.bytesSent << ' ' << rs.bytesLocal << ' '
-      << rs.verifySeconds << ' ' << rs.bytesFull << ' ' << rs.bytesRead << ' ' << rs.elements << ' '
-      << rs.changed << ' ' << rs.bytesVerified;
-    TIDE_RETURN_IF_ERROR(store.set(timeKey(step, rank), t.str()));
+    const TimingRecord timing{rs.tStart,        rs.tEnd,         rs.bytesSent, rs.bytesLocal,
+                              rs.verifySeconds, rs.bytesFull,    rs.bytesRead, rs.elements,
+                              rs.changed,       rs.bytesVerified};
+    TIDE_RETURN_IF_ERROR(store.set(timeKey(step, rank), encodeTiming(timing)));
     if (options.gatherEvents && rank != 0) {
-      std::string bytes(mine.events.size() * sizeof(traces::Event), '\0');
-      if (!bytes.empty()) std::memcpy(bytes.data(), mine.events.data(), bytes.size());
-      TIDE_RETURN_IF_ERROR(store.set(eventsKey(step, rank), bytes));
+      TIDE_RETURN_IF_ERROR(store.set(eventsKey(step, rank), encodeEvents(mine.events)));
     }
     StepStats st;
     st.step = step;
@@ -82,37 +78,33 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
     double t0 = 1e300, t1 = -1e300;
     for (int r = 0; r < world; ++r) {
       TIDE_ASSIGN_OR_RETURN(std::string v, store.get(timeKey(step, r), timeout));
-      std::istringstream in(v);
-      double a = 0, b = 0, vs = 0;
-      uint64_t sent = 0, local = 0, full = 0, read = 0, elements = 0, changed = 0, verified = 0;
-      if (!(in >> a >> b >> sent >> local >> vs >> full >> read >> elements >> changed >>
-            verified)) {
+      auto rec = decodeTiming(v);
+      if (!rec.isOk()) {
         return TIDE_ERROR(Code::kDataLoss,
                           "exec: bad timing record from rank " + std::to_string(r));
       }
-      t0 = std::min(t0, a);
-      t1 = std::max(t1, b);
-      st.bytes += sent;
-      st.localBytes += local;
-      st.fullBytes += full;
-      st.bytesRead += read;
-      st.elements += elements;
-      st.changed += changed;
-      st.verifiedBytes += verified;
-      st.verifySeconds = std::max(st.verifySeconds, vs);
+      t0 = std::min(t0, rec->tStart);
+      t1 = std::max(t1, rec->tEnd);
+      st.bytes += rec->bytesSent;
+      st.localBytes += rec->bytesLocal;
+      st.fullBytes += rec->bytesFull;
+      st.bytesRead += rec->bytesRead;
+      st.elements += rec->elements;
+      st.changed += rec->changed;
+      st.verifiedBytes += rec->bytesVerified;
+      st.verifySeconds = std::max(st.verifySeconds, rec->verifySeconds);
     }
     st.seconds = t1 - t0;
     if (options.gatherEvents && events) {
       for (const auto& e : mine.events) TIDE_RETURN_IF_ERROR(events->append(e));
       for (int r = 1; r < world; ++r) {
         TIDE_ASSIGN_OR_RETURN(std::string v, store.get(eventsKey(step, r), timeout));
-        if (v.size() % sizeof(traces::Event) != 0) {
+        auto evs = decodeEvents(v);
+        if (!evs.isOk()) {
           return TIDE_ERROR(Code::kDataLoss,
                             "exec: bad event record from rank " + std::to_string(r));
         }
-        std::vector<traces::Event> evs(v.size() / sizeof(traces::Event));
-        if (!v.empty()) std::memcpy(evs.data(), v.data(), v.size());
-        for (const auto& e : evs) TIDE_RETURN_IF_ERROR(events->append(e));
+        for (const auto& e : *evs) TIDE_RETURN_IF_ERROR(events->append(e));
       }
     }
     out.push_back(st);

@@ -29,8 +29,9 @@ Result<std::unique_ptr<TcpStore>> TcpStore::host(const std::string& host, int po
 Result<std::unique_ptr<TcpStore>> TcpStore::connect(const std::string& host, int port,
                                                     std::string token,
                                                     double connectTimeoutSeconds) {
-  if (token.size() > 4096)
-    return TIDE_ERROR(Code::kInvalidArgument, "run token longer than 4096 bytes");
+  if (token.size() > kMaxStoreToken)
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "run token longer than " + std::to_string(kMaxStoreToken) + " bytes");
   std::unique_ptr<TcpStore> s(new TcpStore(host, port, std::move(token), connectTimeoutSeconds));
   // Connect once now so that an unreachable master or a wrong token is
   // reported here, not at the first get().
