@@ -1,6 +1,7 @@
 // tcp-specific behaviour: striping over streams, handshake rejection of
 // stray connections, hung peers timing out, bad configuration.
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <linux/tcp.h>
@@ -126,6 +127,97 @@ TEST(Tcp, StrayConnectionsAreRejectedAndTheWorldStillForms) {
   ASSERT_TRUE(id.isOk());
   ASSERT_TRUE((*r0)->wait(*id, 30).isOk());
   EXPECT_EQ(src->bytes, dst->bytes);
+}
+
+// A plain socket on 127.0.0.1 (not tide's connect path) that does not carry
+// the run's token is refused at the hello: it gets no reply and takes no
+// slot, so the real peer still connects and bytes still move.
+TEST(Tcp, RawClientWithoutTheRunTokenCannotConnect) {
+  MemoryStore store;
+  auto config = [&](int rank) {
+    TransportConfig c;
+    c.backend = "tcp";
+    c.rank = rank;
+    c.worldSize = 2;
+    c.store = &store;
+    c.streams = 1;
+    c.connectTimeoutSeconds = 60;
+    return c;
+  };
+  Result<std::unique_ptr<Transport>> r0 = TIDE_ERROR(Code::kInternal, "not run");
+  std::thread t0([&] { r0 = createTransport(config(0)); });
+  auto addr = store.get("tcp/addr/0", 10);
+  auto tokenText = store.get("tcp/token", 10);
+  ASSERT_TRUE(addr.isOk() && tokenText.isOk());
+  auto where = tcp::splitHostPort(*addr);
+  auto token = tcp::parseRunToken(*tokenText);
+  ASSERT_TRUE(where.isOk() && token.isOk());
+  ASSERT_EQ("127.0.0.1", where->host);
+
+  // The hello rank 1's only stream would send, but for its token.
+  auto helloWith = [&](uint64_t t, int32_t world) {
+    tcp::Hello h;
+    h.token = t;
+    h.rank = 1;
+    h.stream = 0;
+    h.worldSize = world;
+    h.target = 0;
+    return std::string(reinterpret_cast<const char*>(&h), sizeof h);
+  };
+  struct Case {
+    const char* what;
+    std::string bytes;
+  };
+  const Case cases[] = {
+      {"the token with one bit flipped", helloWith(*token ^ 1, 2)},
+      {"no token (zero)", helloWith(0, 2)},
+      {"the token of another run", helloWith(*token + 0x100000000ull, 2)},
+      {"the token but another world", helloWith(*token, 3)},
+      {"half a hello, then silence", helloWith(*token, 2).substr(0, 12)},
+      {"garbage", std::string(64, '\x7f')},
+  };
+  for (const Case& c : cases) {
+    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_TRUE(fd.valid());
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(where->port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(0, ::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a)) << c.what;
+    ASSERT_EQ(static_cast<ssize_t>(c.bytes.size()),
+              ::send(fd.get(), c.bytes.data(), c.bytes.size(), MSG_NOSIGNAL));
+    timeval tv{10, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char reply[sizeof(tcp::HelloReply)];
+    ssize_t n = ::recv(fd.get(), reply, sizeof reply, 0);
+    EXPECT_TRUE(n == 0 || (n < 0 && errno == ECONNRESET))
+        << c.what << ": " << (n > 0 ? "got a reply (accepted)" : "not closed within 10 s");
+  }
+  auto r1 = createTransport(config(1));
+  t0.join();
+  ASSERT_TRUE(r0.isOk()) << r0.status().toString();
+  ASSERT_TRUE(r1.isOk()) << r1.status().toString();
+  auto src = makeBuffer(**r1, 4096, 5);
+  auto dst = makeBuffer(**r0, 4096, 6);
+  ASSERT_TRUE(src.isOk() && dst.isOk());
+  ASSERT_TRUE((*r1)->importRegion(dst->region.descriptor).isOk());
+  auto id = (*r1)->submit(std::vector<Request>{writeReq(*src, dst->region.descriptor, 4096)});
+  ASSERT_TRUE(id.isOk());
+  ASSERT_TRUE((*r1)->wait(*id, 30).isOk());
+  EXPECT_EQ(src->bytes, dst->bytes);
+}
+
+TEST(Tcp, ListensOnLoopbackUnlessAnAddressIsGiven) {
+  EXPECT_EQ("127.0.0.1", TransportConfig{}.listenAddress);
+  auto w = makeWorld("tcp", 2);
+  ASSERT_TRUE(w.isOk()) << w.status().toString();
+  for (int r = 0; r < 2; ++r) {
+    auto addr = w->store->get("tcp/addr/" + std::to_string(r), 1);
+    ASSERT_TRUE(addr.isOk());
+    auto where = tcp::splitHostPort(*addr);
+    ASSERT_TRUE(where.isOk()) << *addr;
+    EXPECT_EQ("127.0.0.1", where->host) << "rank " << r;
+  }
 }
 
 // The peer dies with the thread that spawned it, stopped or not: a test
