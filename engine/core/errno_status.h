@@ -25,6 +25,7 @@ inline Code codeForErrno(int err) {
     case EPIPE:
     case EHOSTUNREACH:
     case ENETUNREACH:
+    case EADDRNOTAVAIL:
       return Code::kUnavailable;
     case ENOMEM:
     case ENOSPC:

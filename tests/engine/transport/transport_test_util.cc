@@ -54,6 +54,8 @@ Result<World> makeWorld(const std::string& backend, int size,
         std::stringstream ss(d);
         for (std::string dev; std::getline(ss, dev, ',');) c.devices.push_back(dev);
       }
+      // A listen address to break the rendezvous with (conformance_broken_rendezvous).
+      if (const char* a = std::getenv("TIDE_CONFORMANCE_LISTEN"); a && *a) c.listenAddress = a;
       if (tweak) tweak(c);
       auto t = createTransport(c);
       if (t.isOk())
