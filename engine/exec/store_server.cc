@@ -40,14 +40,14 @@ StoreServer::~StoreServer() {
   if (wake_.valid()) [[maybe_unused]]
     ssize_t n = ::write(wake_.get(), &one, sizeof one);
   if (acceptor_.joinable()) acceptor_.join();
-  std::list<std::pair<UniqueFd, std::thread>> conns;
+  std::list<Conn> conns;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& c : conns_) ::shutdown(c.first.get(), SHUT_RDWR);
+    for (auto& c : conns_) ::shutdown(c.fd.get(), SHUT_RDWR);
     conns.swap(conns_);
   }
   cv_.notify_all();
-  for (auto& c : conns) c.second.join();
+  for (auto& c : conns) c.thread.join();
 }
 
 void StoreServer::acceptLoop() {
@@ -64,9 +64,43 @@ void StoreServer::acceptLoop() {
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     std::lock_guard<std::mutex> lock(mu_);
-    conns_.emplace_back(UniqueFd(fd), std::thread());
-    conns_.back().second = std::thread([this, fd] { serve(fd); });
+    // Clients that left (a rank that exited or was killed) would otherwise
+    // keep their socket and thread here until the server goes: a run that
+    // restarts ranks would grow by both.
+    reapLocked();
+    Conn& c = conns_.emplace_back();
+    c.fd.reset(fd);
+    c.thread = std::thread([this, &c] { serve(c); });
   }
+}
+
+void StoreServer::reapLocked() {
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    if (!it->done.load()) {
+      ++it;
+      continue;
+    }
+    it->thread.join();  // it has returned or is returning from serve()
+    it = conns_.erase(it);
+  }
+}
+
+size_t StoreServer::connections() {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& c : conns_) n += c.done.load() ? 0 : 1;
+  return n;
+}
+
+size_t StoreServer::erasePrefix(const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  for (auto it = values_.lower_bound(prefix);
+       it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    it = values_.erase(it);
+    ++n;
+  }
+  return n;
 }
 
 bool StoreServer::handshake(int fd, const StoreReader& read) {
@@ -81,7 +115,12 @@ bool StoreServer::handshake(int fd, const StoreReader& read) {
   return s.isOk();
 }
 
-void StoreServer::serve(int fd) {
+void StoreServer::serve(Conn& conn) {
+  const int fd = conn.fd.get();
+  struct MarkDone {
+    std::atomic<bool>& done;
+    ~MarkDone() { done = true; }
+  } markDone{conn.done};
   const StoreReader read = [fd](void* data, size_t n) { return recvAll(fd, data, n); };
   if (!handshake(fd, read)) {
     ::shutdown(fd, SHUT_RDWR);

@@ -37,11 +37,22 @@ class StoreServer {
   // Empty optional-like: returns false on timeout or shutdown.
   bool get(const std::string& key, double timeoutSeconds, std::string& out);
   int64_t add(const std::string& key, int64_t delta, bool& ok);
+  // Drops every key that starts with `prefix` (a long-lived run's finished
+  // rounds); returns how many.
+  size_t erasePrefix(const std::string& prefix);
+  // Connections being served (closed ones are reaped at the next accept).
+  size_t connections();
 
  private:
+  struct Conn {
+    UniqueFd fd;
+    std::thread thread;
+    std::atomic<bool> done{false};
+  };
   explicit StoreServer(std::string token) : token_(std::move(token)) {}
   void acceptLoop();
-  void serve(int fd);
+  void serve(Conn& conn);
+  void reapLocked();
   bool handshake(int fd, const StoreReader& read);
 
   std::string token_;
@@ -54,7 +65,8 @@ class StoreServer {
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::string> values_;
-  std::list<std::pair<UniqueFd, std::thread>> conns_;  // under mu_
+  // Under mu_. A list: a Conn's address stays valid for its thread.
+  std::list<Conn> conns_;
 };
 
 }  // namespace tide::exec

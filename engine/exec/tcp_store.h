@@ -28,6 +28,9 @@ class TcpStore final : public Store {
                                                    std::string token, double connectTimeoutSeconds);
 
   int port() const { return port_; }
+  // The hosted server (nullptr in a process that connected): its owner may
+  // drop finished keys and count connections.
+  StoreServer* hostedServer() const { return server_.get(); }
 
   Status set(const std::string& key, const std::string& value) override;
   Result<std::string> get(const std::string& key, double timeoutSeconds) override;
