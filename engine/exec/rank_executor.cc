@@ -50,7 +50,8 @@ RankExecutor::RankExecutor(const plan::TransferPlan& plan, const std::vector<Ran
       transport_(transport),
       store_(store),
       options_(options),
-      rank_(transport.rank()) {}
+      rank_(transport.rank()),
+      version_(options.startVersion) {}
 
 RankExecutor::~RankExecutor() {
   for (int s = 0; s < kSpaceCount; ++s) {
@@ -68,6 +69,16 @@ Result<std::unique_ptr<RankExecutor>> RankExecutor::create(
                                                   std::to_string(plan.ranks.size()) +
                                                   " ranks but the transport world has " +
                                                   std::to_string(transport.worldSize()));
+  }
+  if (options.startVersion < 0 || options.startVersion > weights.maxVersion()) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "exec: cannot start at version " + std::to_string(options.startVersion));
+  }
+  if (options.startVersion > 0 && options.mode != UpdateMode::kFull &&
+      options.mode != UpdateMode::kStore) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "exec: only full and store updates resume at a later version (deltas "
+                      "apply to the version before, which a restarted rank does not hold)");
   }
   std::unique_ptr<RankExecutor> e(
       new RankExecutor(plan, layouts, weights, transport, store, options));
@@ -173,16 +184,25 @@ Status RankExecutor::setup() {
     // Version 0 is imported into the store and every inference rank loads
     // it from there into a poisoned shard, checked bit-exact (a skipped load
     // cannot pass). A joining rank stays empty until it joins.
-    serving_ = storePath_->reads(rank_, 0);
+    // A resumed run imports its start version the same way.
+    const int v0 = options_.startVersion;
+    serving_ = storePath_->reads(rank_, static_cast<uint64_t>(v0));
     if (inferBytes > 0) std::memset(buffer(Space::kInfer), 0xA5, inferBytes);
-    if (plan_.ranks[rank_].role == plan::Role::kTrainer) TIDE_RETURN_IF_ERROR(materializeTrain(0));
+    if (plan_.ranks[rank_].role == plan::Role::kTrainer) TIDE_RETURN_IF_ERROR(materializeTrain(v0));
     StoreCounters ignored;
     storePath_->readInto(localIds_[kInferSpace]);  // nothing serves it yet
-    TIDE_RETURN_IF_ERROR(storePath_->step(0, bufferArray(), ignored));
-    if (serving_) TIDE_RETURN_IF_ERROR(verify(0).status());
+    TIDE_RETURN_IF_ERROR(storePath_->step(static_cast<uint64_t>(v0), bufferArray(), ignored));
+    if (serving_) TIDE_RETURN_IF_ERROR(verify(v0).status());
   }
-  // Every other mode starts from version 0 in place (sparse deltas apply to it).
-  if (options_.mode != UpdateMode::kStore) TIDE_RETURN_IF_ERROR(materializeInfer(0));
+  // Every other mode starts from version 0 in place (sparse deltas apply
+  // to it), or resumes from the shard it held or its checkpoint.
+  if (options_.mode != UpdateMode::kStore) {
+    if (options_.resumeShard && inferBytes > 0) {
+      std::memcpy(buffer(Space::kInfer), options_.resumeShard, inferBytes);
+    } else {
+      TIDE_RETURN_IF_ERROR(materializeInfer(options_.startVersion));
+    }
+  }
   TIDE_RETURN_IF_ERROR(setupSwitch());
   return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
                       options_.timeoutSeconds);
@@ -193,7 +213,8 @@ Status RankExecutor::setupSwitch() {
   // A poison pattern is no version generation could serve.
   const bool v0 = serving_ && (options_.mode == UpdateMode::kStore || !options_.poisonTargets);
   switch_ = std::make_unique<VersionSwitch>(buffers_[kInferSpace].get(), inferShadow_.get(),
-                                            layouts_[rank_].spaceBytes(Space::kInfer), v0 ? 0 : -1);
+                                            layouts_[rank_].spaceBytes(Space::kInfer),
+                                            v0 ? options_.startVersion : -1);
   switch_->startGeneration(options_.generationIntervalSeconds);
   return Status::ok();
 }
@@ -203,6 +224,26 @@ ServedVersion RankExecutor::serving() const {
   const uint64_t n = layouts_[rank_].spaceBytes(Space::kInfer);
   return ServedVersion{serving_ ? version_ : -1,
                        n ? XXH3_64bits(buffers_[kInferSpace].get(), n) : 0};
+}
+
+std::span<const uint8_t> RankExecutor::liveShard() const {
+  const uint64_t n = layouts_[rank_].spaceBytes(Space::kInfer);
+  if (n == 0) return {};
+  return {switch_ ? switch_->live() : buffers_[kInferSpace].get(), n};
+}
+
+namespace {
+void addStats(GenerationStats& total, const GenerationStats& g) {
+  total.reads += g.reads;
+  total.readsDuringUpdate += g.readsDuringUpdate;
+  total.torn += g.torn;
+  total.maxPinSeconds = std::max(total.maxPinSeconds, g.maxPinSeconds);
+}
+}  // namespace
+
+GenerationStats RankExecutor::generationTotals() {
+  if (switch_) addStats(generated_, switch_->takeStats());
+  return generated_;
 }
 
 // After a switch the live copy is the one the update wrote.
@@ -375,6 +416,13 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
                                              res);
     }
   }
+  if (options_.commitGate) {
+    TIDE_ASSIGN_OR_RETURN(bool commit, options_.commitGate(step));
+    if (!commit) {
+      return TIDE_ERROR(Code::kCancelled,
+                        "step " + std::to_string(step) + " abandoned before its commit");
+    }
+  }
   version_ = step;
   if (sparse_) sparse_->commit(bufferArray());  // the next delta is encoded against this version
   if (options_.shadowSwitch) {
@@ -384,9 +432,10 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
       at = now();
       switchCopies();
     }
-    TIDE_RETURN_IF_ERROR(publishSwitch(store_, step, rank_, pause, at,
-                                       switch_ ? switch_->takeStats() : GenerationStats{},
-                                       switch_ ? switch_->bytes() : 0));
+    const GenerationStats g = switch_ ? switch_->takeStats() : GenerationStats{};
+    addStats(generated_, g);
+    TIDE_RETURN_IF_ERROR(
+        publishSwitch(store_, step, rank_, pause, at, g, switch_ ? switch_->bytes() : 0));
     if (rank_ == 0 && options_.report) {
       TIDE_RETURN_IF_ERROR(
           gatherSwitches(store_, step, world, options_.timeoutSeconds, *options_.report));

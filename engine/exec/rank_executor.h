@@ -16,7 +16,9 @@
 // the first block that differs. Every transfer is recorded as a trace event.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,21 @@ struct ExecOptions {
   bool shadowSwitch = false;
   double generationIntervalSeconds = 0.001;  // between generation passes
   ExecReport* report = nullptr;              // rank 0 fills it (switch, join)
+  // Resuming in a long-lived process (the soak driver's epochs: a new
+  // transport and executor after a failed update): the run starts at this
+  // version (full and store updates only) ...
+  int startVersion = 0;
+  // ... and an inference rank's shard is `resumeShard` (its live copy from
+  // before, the layout's bytes); null: the rank loads startVersion from its
+  // checkpoint (the generator), as a restarted engine does. A store run
+  // loads startVersion from the store either way.
+  const uint8_t* resumeShard = nullptr;
+  // Asked once every rank verified a step, before this rank commits it:
+  // false abandons the step (kCancelled) and the version switch keeps the
+  // previous version live. Lets a supervisor make commit all-or-nothing.
+  std::function<Result<bool>(int step)> commitGate;
+  // Polled while the transfer waits: true ends the step (kCancelled).
+  std::function<bool()> aborted;
 };
 
 struct RankStep {
@@ -103,6 +120,10 @@ class RankExecutor {
   // naming the first block that does not). Tests: no rank ends on a mix.
   Status checkVersion(int version) const { return verify(version).status(); }
   const RankSchedule& schedule() const { return schedule_; }
+  // The inference shard generation reads (empty on a trainer).
+  std::span<const uint8_t> liveShard() const;
+  // What emulated generation read since the executor started (switch only).
+  GenerationStats generationTotals();
   // Seconds on the steady clock, shared by the processes of one host.
   static double now();
 
@@ -161,6 +182,7 @@ class RankExecutor {
   bool shadowRegistered_ = false;
   std::vector<uint32_t> remoteShadowIds_;
   bool serving_ = true;                    // false for a joining rank until it joined
+  GenerationStats generated_;              // taken from the switch so far
   std::unique_ptr<VersionSwitch> switch_;  // last: its reader stops before the copies go
 };
 

@@ -143,8 +143,10 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
             q.localOffset = r.srcOffset;
             q.peer = g.peer;
             q.remoteRegion = remoteIds_[g.peer][static_cast<int>(g.dstSpace)];
-            // Switch: odd versions land in the peer's second copy.
-            if (!remoteShadowIds_.empty() && g.dstSpace == Space::kInfer && step % 2 == 1) {
+            // Switch: odd versions land in the peer's second copy
+            // (counted from the start version: a resumed run's live copy is its first.)
+            if (!remoteShadowIds_.empty() && g.dstSpace == Space::kInfer &&
+                (step - options_.startVersion) % 2 == 1) {
               q.remoteRegion = remoteShadowIds_[g.peer];
             }
             q.remoteOffset = r.dstOffset;
@@ -232,6 +234,9 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     idleWait = progress ? 0.0002 : std::min(2 * idleWait, 0.002);
     if (progress) {
       lastProgress = t;
+    } else if (options_.aborted && options_.aborted()) {
+      return TIDE_ERROR(Code::kCancelled, "exec: rank " + std::to_string(rank_) +
+                                              ": the update was aborted while it waited");
     } else if (t - lastProgress > options_.timeoutSeconds) {
       std::string what;
       for (size_t i = 0; i < s.in.size(); ++i) {
