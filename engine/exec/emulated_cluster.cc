@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -182,6 +183,8 @@ Status EmulatedCluster::build(double bytesPerSecond) {
   // could hardly send (a NIC does not queue ACKs behind seconds of data).
   const uint64_t queue =
       std::max<uint64_t>(256 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.05));
+  bitsPerSecond_ = bits;
+  burstBytes_ = burst;
   auto shape = [&](const std::string& ns, const std::string& dev) -> Status {
     TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle",
                                   "1:", "htb", "default", "10"}));
@@ -216,6 +219,67 @@ Status EmulatedCluster::build(double bytesPerSecond) {
     TIDE_RETURN_IF_ERROR(shape(br, peer));  // node rx
   }
   return Status::ok();
+}
+
+std::vector<std::pair<std::string, std::string>> EmulatedCluster::linkEnds(int node) const {
+  return {{nodeNamespace(prefix_, node), prefix_ + "n" + std::to_string(node)},
+          {prefix_ + "-br", prefix_ + "b" + std::to_string(node)}};
+}
+
+Status EmulatedCluster::setRate(const std::string& ns, const std::string& dev,
+                                double bitsPerSecond) const {
+  const std::string rate =
+      std::to_string(std::max<uint64_t>(8, static_cast<uint64_t>(std::llround(bitsPerSecond)))) +
+      "bit";
+  const std::string burst = std::to_string(burstBytes_);
+  return runTool({"tc",     "-n", ns,        "class", "change", "dev",  dev,
+                  "parent", "1:", "classid", "1:10",  "htb",    "rate", rate,
+                  "ceil",   rate, "burst",   burst,   "cburst", burst});
+}
+
+Status EmulatedCluster::impairLink(int node, double lossPercent, double rateFraction) {
+  if (!up_ || node < 0 || node >= nodes_) {
+    return TIDE_ERROR(Code::kInvalidArgument, "emulated cluster: no node " + std::to_string(node));
+  }
+  if (!(lossPercent >= 0 && lossPercent <= 100) || !(rateFraction > 0 && rateFraction <= 1)) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "emulated cluster: loss must be in [0, 100] %, the rate fraction in (0, 1]");
+  }
+  // A packet whose random number (classic BPF's ancillary load at
+  // SKF_AD_OFF + SKF_AD_RANDOM) is below the threshold matches and goes to
+  // class 1:20, whose one-byte FIFO drops it:
+  //   ld rand; jge #threshold -> no match; ret -1 (match); ret 0.
+  const uint64_t threshold =
+      std::min<uint64_t>(0xffffffffull, static_cast<uint64_t>(lossPercent / 100 * 4294967296.0));
+  const std::string program =
+      "4,32 0 0 4294963256,53 1 0 " + std::to_string(threshold) + ",6 0 0 4294967295,6 0 0 0";
+  for (const auto& [ns, dev] : linkEnds(node)) {
+    TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "class", "add", "dev", dev, "parent",
+                                  "1:", "classid", "1:20", "htb", "rate", "8bit", "ceil", "8bit"}));
+    TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:20",
+                                  "handle", "20:", "bfifo", "limit", "1"}));
+    TIDE_RETURN_IF_ERROR(
+        runTool({"tc", "-n", ns, "filter", "add", "dev", dev, "parent", "1:", "protocol", "all",
+                 "prio", "1", "bpf", "bytecode", program, "classid", "1:20"}));
+    TIDE_RETURN_IF_ERROR(setRate(ns, dev, bitsPerSecond_ * rateFraction));
+  }
+  return Status::ok();
+}
+
+Status EmulatedCluster::restoreLink(int node) {
+  if (!up_ || node < 0 || node >= nodes_) {
+    return TIDE_ERROR(Code::kInvalidArgument, "emulated cluster: no node " + std::to_string(node));
+  }
+  // Every step is tried, so a half-impaired link (impairLink failed midway)
+  // is undone as far as it went; the rate decides the result.
+  Status first = Status::ok();
+  for (const auto& [ns, dev] : linkEnds(node)) {
+    (void)runTool({"tc", "-n", ns, "filter", "del", "dev", dev, "parent", "1:", "prio", "1"});
+    (void)runTool({"tc", "-n", ns, "class", "del", "dev", dev, "parent", "1:", "classid", "1:20"});
+    Status s = setRate(ns, dev, bitsPerSecond_);
+    if (!s.isOk() && first.isOk()) first = s;
+  }
+  return first;
 }
 
 Status EmulatedCluster::teardown() {

@@ -47,6 +47,16 @@ class EmulatedCluster {
   static std::string nodeAddress(int node);
   static std::string nodeNamespace(const std::string& prefix, int node);
 
+  // Fault injection: node `node`'s link (both directions) drops packets at
+  // random with probability lossPercent and runs at rateFraction of its
+  // rate (packets wait in its queue: the delay of a congested link) until
+  // restoreLink() undoes both (injected_fault.h owns the pair). Needs only
+  // what the shaping already uses (HTB, bfifo) and cls_bpf: the loss is a
+  // classic BPF filter on a random number (no netem, which not every
+  // kernel has) that sends the packet to a class whose queue holds nothing.
+  Status impairLink(int node, double lossPercent, double rateFraction);
+  Status restoreLink(int node);
+
   // Removes everything this run created (also called by the destructor).
   Status teardown();
   // Removes every namespace and link of any run (names "td<4 hex>-...") when
@@ -57,10 +67,15 @@ class EmulatedCluster {
  private:
   EmulatedCluster(std::string prefix, int nodes) : prefix_(std::move(prefix)), nodes_(nodes) {}
   Status build(double bytesPerSecond);
+  // The two shaped ends of a node's link: (namespace, device).
+  std::vector<std::pair<std::string, std::string>> linkEnds(int node) const;
+  Status setRate(const std::string& ns, const std::string& dev, double bitsPerSecond) const;
 
   std::string prefix_;
   int nodes_;
   bool up_ = false;
+  double bitsPerSecond_ = 0;             // a link's HTB rate
+  uint64_t burstBytes_ = 0;              // and its burst
   std::vector<std::string> namespaces_;  // created so far
   UniqueFd hostLock_;                    // held while the cluster exists
 };
