@@ -20,235 +20,19 @@
 #include "engine/exec/emulated_cluster.h"
 #include "engine/exec/launcher.h"
 #include "engine/exec/rank_env.h"
-#include "engine/exec/store_layout.h"
-#include "engine/exec/sync_run.h"
-#include "engine/plan/lower_bound.h"
-#include "engine/transport/registry.h"
 #include "harness/command.h"
-#include "harness/output_path.h"
-#include "harness/sync_replay.h"
+#include "harness/sync_args.h"
+#include "harness/sync_chaos.h"
 #include "harness/sync_switch_report.h"
-#include "harness/workload_options.h"
 #include "traces/event_writer.h"
 
 namespace tide::harness {
 
 namespace {
 
-constexpr const char* kNetnsEnv = "TIDE_SYNC_NETNS_PREFIX";
-
-struct SyncArgs {
-  WorkloadOptions workload;
-  std::string backend = "tcp";
-  int steps = 3;
-  std::string json;
-  std::string trace;   // append events to an existing trace file
-  std::string events;  // write events to a new file
-  std::string replay;  // a trace whose versions the updates are
-  std::string ranks = "auto";
-  std::string inferDtype = "bf16";
-  double timeout = 120;
-  int streams = 4;
-  bool poison = false;
-  bool worker = false;
-  bool sparse = false;   // p2p: delta blocks instead of bytes
-  std::string deltaDir;  // disk-delta: shared directory (default: a temporary one)
-  int baseEvery = 8;     // disk-delta: a full base every K versions
-  // store: nodes, replicas, fragment size, catalog file
-  exec::StorePathOptions store;
-  std::string storeFragment = "4MiB";
-  std::string storeLoseWhen = "read";  // the lost node: after the commit, or while importing
-  std::string switchMode = "inplace";  // inplace | shadow (version_switch.h)
-  int joinAtStep = -1;                 // store: the last engine joins after this step
-  int corruptRank = -1;                // testing: flip a byte of this rank's shard after step 1
-};
-
 std::atomic<bool> gInterrupted{false};
 void onSignal(int) {
   gInterrupted = true;
-}
-
-struct Prepared {
-  std::unique_ptr<Workload> w;
-  plan::TransferPlan plan;
-  plan::LowerBound bound;
-  bool emulated = false;
-  std::string strategy;  // as asked for (disk-delta runs on p2p's plan)
-  exec::UpdateMode mode = exec::UpdateMode::kFull;
-  ReplaySource replay;  // the generator's parameters and routing
-};
-
-Result<Prepared> prepare(const SyncArgs& a) {
-  Prepared p;
-  if (a.steps < 1) return TIDE_ERROR(Code::kInvalidArgument, "--steps must be >= 1");
-  if (!(a.timeout > 0)) return TIDE_ERROR(Code::kInvalidArgument, "--timeout must be > 0");
-  if (a.ranks != "auto" && a.ranks != "threads" && a.ranks != "processes") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--ranks must be auto, threads or processes");
-  }
-  // -1 is the default, "none"; anything lower is a typo, not a request.
-  if (a.store.loseNode < -1) {
-    return TIDE_ERROR(Code::kInvalidArgument, "--store-lose-node must be a node index >= 0 (got " +
-                                                  std::to_string(a.store.loseNode) + ")");
-  }
-  if (a.joinAtStep < -1) {
-    return TIDE_ERROR(Code::kInvalidArgument, "--join-engine-at-step must be a step >= 0 (got " +
-                                                  std::to_string(a.joinAtStep) + ")");
-  }
-  // Before the run, which may take minutes, not after it.
-  if (!a.json.empty()) TIDE_RETURN_IF_ERROR(checkOutputPath("--json", a.json));
-  if (!a.events.empty()) TIDE_RETURN_IF_ERROR(checkOutputPath("--events", a.events));
-  const auto compiled = transport::compiledBackends();
-  if (std::find(compiled.begin(), compiled.end(), a.backend) == compiled.end()) {
-    std::string why = transport::whyNotCompiled(a.backend);
-    return TIDE_ERROR(Code::kInvalidArgument, "--backend " + a.backend + ": " + why);
-  }
-  if (a.backend == "nccl") {
-    return TIDE_ERROR(Code::kUnimplemented,
-                      "--backend nccl: the executor keeps weights in host memory and drives "
-                      "one-sided writes; NCCL's broadcast path (NcclTransport::broadcast) is not "
-                      "wired into it yet (see ctest -L gpu)");
-  }
-  WorkloadOptions wo = a.workload;
-  wo.inferDtype = a.inferDtype;  // loadWorkload validates and applies it
-  p.strategy = wo.strategy;
-  // tide sync runs two update modes on top of the planned strategies.
-  if (wo.strategy != "disk-delta" && wo.strategy != "store" && !sync::createStrategy(wo.strategy)) {
-    std::string known;
-    for (const auto& n : sync::strategyNames()) known += n + ", ";
-    return TIDE_ERROR(Code::kInvalidArgument,
-                      "--strategy " + wo.strategy + ": unknown (" + known + "disk-delta, store)");
-  }
-  if (wo.strategy == "disk-delta") {
-    // Files replace the network, the plan (who needs what from whom) is p2p's.
-    if (a.sparse) return TIDE_ERROR(Code::kInvalidArgument, "--sparse is for --strategy p2p");
-    if (a.baseEvery < 1) return TIDE_ERROR(Code::kInvalidArgument, "--base-every must be >= 1");
-    wo.strategy = "p2p";
-    p.mode = exec::UpdateMode::kDiskDelta;
-  } else if (wo.strategy == "store") {
-    // Snapshots in the ranks' store segments; the plan says who reads what.
-    if (a.sparse) return TIDE_ERROR(Code::kInvalidArgument, "--sparse is for --strategy p2p");
-    TIDE_ASSIGN_OR_RETURN(uint64_t frag, parseSize(a.storeFragment));
-    if (frag < 64) return TIDE_ERROR(Code::kInvalidArgument, "--store-fragment must be >= 64 B");
-    wo.strategy = "p2p";
-    p.mode = exec::UpdateMode::kStore;
-  } else if (a.sparse) {
-    if (wo.strategy != "p2p") {
-      return TIDE_ERROR(Code::kInvalidArgument,
-                        "--sparse needs --strategy p2p (got " + wo.strategy + ")");
-    }
-    if (a.poison) {
-      return TIDE_ERROR(Code::kInvalidArgument,
-                        "--sparse applies deltas to version 0: drop --poison");
-    }
-    p.strategy = "p2p-sparse";
-    p.mode = exec::UpdateMode::kSparse;
-  }
-  TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
-  TIDE_ASSIGN_OR_RETURN(p.replay, loadReplay(a.replay, p.w->spec, p.w->inventory, a.steps));
-  Workload& w = *p.w;
-  TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
-  if (p.mode == exec::UpdateMode::kStore) {
-    // Checked once here rather than by every rank.
-    TIDE_ASSIGN_OR_RETURN(auto layouts, exec::RankLayout::buildAll(p.plan));
-    TIDE_ASSIGN_OR_RETURN(auto sl,
-                          exec::StoreLayout::build(p.plan, layouts, a.store.nodes, a.store.replicas,
-                                                   *parseSize(a.storeFragment), 0));
-    if (a.store.loseNode >= static_cast<int>(sl.nodes)) {
-      return TIDE_ERROR(Code::kInvalidArgument,
-                        "--store-lose-node " + std::to_string(a.store.loseNode) + ": there are " +
-                            std::to_string(sl.nodes) + " store nodes");
-    }
-  }
-  if (a.switchMode != "inplace" && a.switchMode != "shadow") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--switch must be inplace or shadow");
-  }
-  if (a.switchMode == "shadow" && p.mode != exec::UpdateMode::kStore &&
-      p.mode != exec::UpdateMode::kFull) {
-    return TIDE_ERROR(
-        Code::kInvalidArgument,
-        "--switch shadow takes full updates or the store, not --sparse or disk-delta");
-  }
-  if (a.storeLoseWhen != "read" && a.storeLoseWhen != "import") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--store-lose-when must be read or import");
-  }
-  if (a.joinAtStep >= 0) {
-    if (p.mode != exec::UpdateMode::kStore) {
-      return TIDE_ERROR(Code::kInvalidArgument, "--join-engine-at-step is for --strategy store");
-    }
-    if (a.joinAtStep >= a.steps) {
-      return TIDE_ERROR(Code::kInvalidArgument,
-                        "--join-engine-at-step must be below --steps (the engine takes part in "
-                        "the updates after it)");
-    }
-    if (w.infer.engines < 2) {
-      return TIDE_ERROR(
-          Code::kInvalidArgument,
-          "--join-engine-at-step needs --infer engines >= 2 (one joins, the others run)");
-    }
-  }
-  p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
-  TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, boundCluster(w.cluster)));
-  return p;
-}
-
-Status writeJson(const SyncArgs& a, const nlohmann::json& j) {
-  if (a.json.empty()) return Status::ok();
-  std::ofstream out(a.json);
-  out << j.dump(2) << "\n";
-  if (!out) return TIDE_ERROR(Code::kUnavailable, "--json " + a.json + ": cannot write");
-  return Status::ok();
-}
-
-exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
-  exec::RankRunOptions o;
-  o.exec.mode = p.mode;
-  o.exec.deltaDir = a.deltaDir;
-  o.exec.baseEvery = static_cast<uint32_t>(a.baseEvery);
-  o.exec.store = a.store;
-  if (auto f = parseSize(a.storeFragment); f.isOk()) o.exec.store.fragmentBytes = *f;
-  o.exec.store.loseStep = 1;
-  o.exec.store.loseDuringImport = a.storeLoseWhen == "import";
-  o.exec.shadowSwitch = a.switchMode == "shadow";
-  if (a.joinAtStep >= 0) {
-    // The last engine's ranks: the last tp inference ranks.
-    std::vector<int> readers;
-    for (const auto& r : p.plan.ranks) {
-      if (r.role != plan::Role::kTrainer) readers.push_back(static_cast<int>(r.id));
-    }
-    const size_t tp = static_cast<size_t>(p.w->infer.tp);
-    o.exec.store.joinStep = a.joinAtStep;
-    o.exec.store.joinRanks.assign(
-        readers.end() - static_cast<std::ptrdiff_t>(std::min(tp, readers.size())), readers.end());
-  }
-  o.steps = a.steps;
-  o.exec.timeoutSeconds = a.timeout;
-  o.exec.poisonTargets = a.poison;
-  o.exec.corruptRank = a.corruptRank;
-  return o;
-}
-
-// What verification must cover: every inference holding of the plan, on
-// every step its rank serves (an engine joining after step J serves from J+1).
-uint64_t expectedVerifiedBytes(const plan::TransferPlan& plan, const exec::RankRunOptions& o) {
-  const auto& joining = o.exec.store.joinRanks;
-  uint64_t total = 0;
-  for (const auto& h : plan.holdings) {
-    if (h.space != plan::Space::kInfer) continue;
-    const bool joins =
-        std::find(joining.begin(), joining.end(), static_cast<int>(h.rank)) != joining.end();
-    const int served = o.steps - (joins ? std::max(0, o.exec.store.joinStep) : 0);
-    total += plan.regionBytes(h.tensor, h.box, h.dtype) * static_cast<uint64_t>(served);
-  }
-  return total;
-}
-
-transport::TransportConfig transportConfig(const SyncArgs& a) {
-  transport::TransportConfig c;
-  c.backend = a.backend;
-  c.streams = a.streams;
-  c.connectTimeoutSeconds = a.timeout;
-  c.opTimeoutSeconds = a.timeout;
-  return c;
 }
 
 Status writeEvents(const SyncArgs& a, const std::vector<traces::Event>& events) {
@@ -259,6 +43,14 @@ Status writeEvents(const SyncArgs& a, const std::vector<traces::Event>& events) 
     for (const auto& e : events) TIDE_RETURN_IF_ERROR(wr->append(e));
     TIDE_RETURN_IF_ERROR(wr->flush());
   }
+  return Status::ok();
+}
+
+Status writeJson(const std::string& path, const nlohmann::json& j) {
+  if (path.empty()) return Status::ok();
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) return TIDE_ERROR(Code::kUnavailable, "--json " + path + ": cannot write");
   return Status::ok();
 }
 
@@ -327,8 +119,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   }
   // Checked against the plan's holdings, not the executor's own count: a
   // shard the executor skipped shows here as a shortfall.
-  const exec::RankRunOptions o = runOptions(a, p);
-  const uint64_t expected = expectedVerifiedBytes(p.plan, o);
+  const uint64_t expected = expectedVerifiedBytes(p.plan, runOptions(a, p));
   uint64_t verified = 0;
   for (const auto& s : steps) verified += s.verifiedBytes;
   j["verified"] = verified == expected;
@@ -360,7 +151,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
               p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
   std::printf("verify    %s of %s expected: %s\n", formatBytes(verified).c_str(),
               formatBytes(expected).c_str(), verified == expected ? "bit-exact" : "INCOMPLETE");
-  TIDE_RETURN_IF_ERROR(writeJson(a, j));
+  TIDE_RETURN_IF_ERROR(writeJson(a.json, j));
   if (verified != expected)
     return TIDE_ERROR(Code::kDataLoss, "verified " + std::to_string(verified) + " of " +
                                            std::to_string(expected) + " inference-shard bytes");
@@ -372,68 +163,17 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
 // launched run's ranks the first to fail writes it (the launcher stops the
 // others), so the file is linked into place only where none is yet.
 void reportFailure(const SyncArgs& a, const Prepared& p, const Status& why, int rank) {
+  if (a.json.empty()) return;
   nlohmann::json j = {{"schema", "tide.sync/1"}, {"strategy", p.strategy},  {"backend", a.backend},
                       {"model", p.w->spec.name}, {"error", why.toString()}, {"verified", false}};
   j["verification"] = {{"outcome", why.code() == Code::kDataLoss ? "not bit-exact" : "not reached"},
                        {"expected_bytes", expectedVerifiedBytes(p.plan, runOptions(a, p))}};
-  if (a.json.empty()) return;
-  SyncArgs mine = a;
-  mine.json = a.json + ".rank" + std::to_string(rank);
+  const std::string mine = a.json + ".rank" + std::to_string(rank);
   Status s = writeJson(mine, j);
-  if (s.isOk() && ::link(mine.json.c_str(), a.json.c_str()) != 0 && errno != EEXIST)
+  if (s.isOk() && ::link(mine.c_str(), a.json.c_str()) != 0 && errno != EEXIST)
     s = TIDE_ERRNO("--json " + a.json);
-  ::unlink(mine.json.c_str());
+  ::unlink(mine.c_str());
   if (!s.isOk()) std::fprintf(stderr, "tide: warning: %s\n", s.toString().c_str());
-}
-
-std::vector<std::string> workerArgv(const SyncArgs& a) {
-  const WorkloadOptions& o = a.workload;
-  std::vector<std::string> v = {"/proc/self/exe", "sync",
-                                "--model",        o.model,
-                                "--scale",        std::to_string(o.scale),
-                                "--train",        o.train,
-                                "--infer",        o.infer,
-                                "--cluster",      o.cluster,
-                                "--strategy",     o.strategy,
-                                "--bucket",       o.bucket,
-                                "--chunk",        o.chunk,
-                                "--channels",     std::to_string(o.channels),
-                                "--fp8-block",    std::to_string(o.fp8Block),
-                                "--backend",      a.backend,
-                                "--steps",        std::to_string(a.steps),
-                                "--infer-dtype",  a.inferDtype,
-                                "--timeout",      std::to_string(a.timeout),
-                                "--streams",      std::to_string(a.streams),
-                                "--base-every",   std::to_string(a.baseEvery),
-                                "--worker"};
-  if (o.roundRobin) v.push_back("--round-robin");
-  if (o.colocated) v.push_back("--colocated");
-  if (a.poison) v.push_back("--poison");
-  if (a.sparse) v.push_back("--sparse");
-  if (!a.replay.empty()) v.insert(v.end(), {"--replay", a.replay});
-  for (const std::string& s :
-       {std::string("--store-lose-node"), std::to_string(a.store.loseNode),
-        std::string("--store-nodes"), std::to_string(a.store.nodes),
-        std::string("--store-replicas"), std::to_string(a.store.replicas),
-        std::string("--store-fragment"), a.storeFragment, std::string("--store-lose-when"),
-        a.storeLoseWhen, std::string("--switch"), a.switchMode,
-        std::string("--join-engine-at-step"), std::to_string(a.joinAtStep),
-        std::string("--corrupt-rank"), std::to_string(a.corruptRank)}) {
-    v.push_back(s);
-  }
-  for (auto [flag, val] :
-       {std::pair{"--json", a.json}, std::pair{"--trace", a.trace}, std::pair{"--events", a.events},
-        std::pair{"--delta-dir", a.deltaDir}, std::pair{"--store-catalog", a.store.catalogJson}}) {
-    if (!val.empty()) {
-      v.push_back(flag);
-      v.push_back(val);
-    }
-  }
-  // /proc/self/exe is resolved by the launcher's execvp in the child.
-  char path[4096];
-  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n > 0) v[0] = std::string(path, static_cast<size_t>(n));
-  return v;
 }
 
 // One rank of a multi-process run (started by the launcher).
@@ -478,7 +218,7 @@ void runWorker(const SyncArgs& a) {
 void runSyncWith(const SyncArgs& a, const Prepared& p);
 
 void runSync(const SyncArgs& args) {
-  if (args.worker) return runWorker(args);
+  if (args.worker) return args.chaos.on() ? runChaosRank(args) : runWorker(args);
   auto p = orThrow(prepare(args));
   if (p.mode != exec::UpdateMode::kDiskDelta || !args.deltaDir.empty()) return runSyncWith(args, p);
   // A temporary shared directory for this run's files, removed afterwards.
@@ -566,13 +306,19 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
   }
   Result<int> code = 130;
   lo.interrupted = &gInterrupted;  // a Ctrl-C before the launcher's handlers are in
-  if (!gInterrupted) code = exec::launch(lo);
+  if (!gInterrupted)
+    code = a.chaos.on() ? runChaos(a, p, cluster.get(), gInterrupted) : exec::launch(lo);
   if (cluster) {
     Status s = cluster->teardown();
     if (!s.isOk()) std::fprintf(stderr, "tide: warning: teardown: %s\n", s.toString().c_str());
   }
   restore();
   const int rc = orThrow(std::move(code));
+  if (rc != 0 && a.chaos.on()) {
+    throw StatusError(TIDE_ERROR(
+        rc == 130 ? Code::kCancelled : Code::kDataLoss,
+        rc == 130 ? "soak interrupted" : "soak failed: an invariant broke (see the report)"));
+  }
   if (rc != 0) {
     throw StatusError(TIDE_ERROR(Code::kInternal, "sync failed: a rank exited with status " +
                                                       std::to_string(rc) + " (see its output)"));
@@ -630,6 +376,7 @@ void addSyncCommand(CLI::App& app) {
                   "version under a lease");
   cmd->add_option("--store-catalog", a->store.catalogJson,
                   "store: write the snapshot catalog here after each version (for tide store)");
+  addChaosOptions(cmd, a->chaos);
   cmd->add_option("--corrupt-rank", a->corruptRank,
                   "testing: flip one byte of this rank's inference shard after the first "
                   "update's transfer (verification must then fail the run)");
