@@ -143,6 +143,18 @@ nlohmann::json scheduleJson(const exec::FaultSchedule& s) {
   return a;
 }
 
+std::vector<int> witnessRanks(const plan::TransferPlan& plan) {
+  int trainer = -1, reader = -1;
+  for (size_t r = 0; r < plan.ranks.size(); ++r) {
+    (plan.ranks[r].role == plan::Role::kTrainer ? trainer : reader) = static_cast<int>(r);
+  }
+  std::vector<int> out;
+  for (int r : {trainer, reader}) {
+    if (r >= 0) out.push_back(r);
+  }
+  return out;
+}
+
 int storeNodes(const SyncArgs& a, const Prepared& p, const std::vector<exec::RankLayout>& layouts) {
   if (p.mode != exec::UpdateMode::kStore) return 0;
   auto frag = parseSize(a.storeFragment);
@@ -237,6 +249,16 @@ Result<int> runChaos(const SyncArgs& a, const Prepared& p, exec::EmulatedCluster
   exec::ChaosSpace space;
   space.updates = a.steps;
   for (size_t r = 0; r < p.plan.ranks.size(); ++r) space.ranks.push_back(static_cast<int>(r));
+  // Kills spare the last trainer and the last inference rank: processes
+  // that live through the whole run, through every rebuilt transport and
+  // executor, so that what leaks per update or per epoch shows in their
+  // descriptors and memory (killed ranks restart fresh).
+  const std::vector<int> witnesses = witnessRanks(p.plan);
+  for (int r : space.ranks) {
+    if (std::find(witnesses.begin(), witnesses.end(), r) == witnesses.end()) {
+      space.killable.push_back(r);
+    }
+  }
   space.nodes = cluster ? cluster->nodes() : 0;
   space.storeNodes = storeNodes(a, p, layouts);
   // "all" means every kind this run can take.
@@ -255,6 +277,9 @@ Result<int> runChaos(const SyncArgs& a, const Prepared& p, exec::EmulatedCluster
               static_cast<unsigned long long>(seed), a.steps, p.strategy.c_str(), a.backend.c_str(),
               p.plan.ranks.size(), schedule.faults().size(),
               faultCounts(schedule.counts()).c_str());
+  std::string who;
+  for (int r : witnesses) who += " " + std::to_string(r);
+  std::printf("  never killed (long-lived witnesses): ranks%s\n", who.c_str());
   for (const auto& f : schedule.faults()) std::printf("  fault   %s\n", f.toString().c_str());
   std::fflush(stdout);
 
@@ -314,6 +339,7 @@ Result<int> runChaos(const SyncArgs& a, const Prepared& p, exec::EmulatedCluster
     for (auto k : kinds) kj.push_back(exec::faultKindName(k));
     j["fault_kinds"] = kj;
     j["schedule"] = scheduleJson(schedule);
+    j["never_killed_ranks"] = witnesses;
     j["scheduled"] = kindsJson(schedule.counts());
     nlohmann::json w = nlohmann::json::array();
     for (const auto& win : r.windows) w.push_back(windowJson(win));

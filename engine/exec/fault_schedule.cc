@@ -98,6 +98,12 @@ std::string Fault::toString() const {
 Result<FaultSchedule> FaultSchedule::generate(uint64_t seed, const ChaosSpace& space) {
   if (space.updates < 1) return TIDE_ERROR(Code::kInvalidArgument, "chaos: no updates to fault");
   if (space.ranks.empty()) return TIDE_ERROR(Code::kInvalidArgument, "chaos: no ranks to fault");
+  for (int r : space.killable) {
+    if (std::find(space.ranks.begin(), space.ranks.end(), r) == space.ranks.end()) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "chaos: rank " + std::to_string(r) + " to kill is no rank of the run");
+    }
+  }
   if (space.kinds.empty()) return TIDE_ERROR(Code::kInvalidArgument, "chaos: no fault kinds");
   if (!(space.rate >= 0 && space.rate <= 1)) {
     return TIDE_ERROR(Code::kInvalidArgument, "chaos: the fault rate must be in [0, 1]");
@@ -130,9 +136,11 @@ Result<FaultSchedule> FaultSchedule::generate(uint64_t seed, const ChaosSpace& s
     Draw p(params);
     f.at = p.grid(0.05, 0.9, 0.01);
     switch (kind) {
-      case FaultKind::kKillRank:
-        f.target = space.ranks[p.below(static_cast<int>(space.ranks.size()))];
+      case FaultKind::kKillRank: {
+        const auto& pool = space.killable.empty() ? space.ranks : space.killable;
+        f.target = pool[p.below(static_cast<int>(pool.size()))];
         break;
+      }
       case FaultKind::kSlowRank:
         f.target = space.ranks[p.below(static_cast<int>(space.ranks.size()))];
         f.seconds = p.grid(0.2, space.maxBurstSeconds, 0.01);

@@ -47,9 +47,10 @@ struct Fault {
 // What a schedule may hit, and how hard.
 struct ChaosSpace {
   int updates = 0;
-  std::vector<int> ranks;  // every rank of the run
-  int nodes = 0;           // emulated nodes (links)
-  int storeNodes = 0;      // store nodes; 0: no store-node faults
+  std::vector<int> ranks;     // every rank of the run (slow faults)
+  std::vector<int> killable;  // the ranks kills may hit; empty: every rank
+  int nodes = 0;              // emulated nodes (links)
+  int storeNodes = 0;         // store nodes; 0: no store-node faults
   std::vector<FaultKind> kinds;
   double rate = 0.3;             // chance that an update gets a fault
   double maxBurstSeconds = 1.5;  // link bursts and slow ranks last at most this

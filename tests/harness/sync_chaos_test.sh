@@ -59,10 +59,15 @@ assert t["new_version"] > 0, t
 assert len(j["schedule"]) > 0 and j["windows"], j
 for kind in sys.argv[2:]:
     assert t["faults_injected"][kind] > 0, (kind, t["faults_injected"])
-# Every window samples the driver and every rank.
+# Every window samples the driver and every rank; the ranks kills spare
+# live through the run (the growth check compares them).
+assert len(j["never_killed_ranks"]) == 2, j["never_killed_ranks"]
 for w in j["windows"]:
     assert len(w["processes"]) == j["ranks"] + 1, w["processes"]
     assert all(p["fds"] > 0 and p["rss_bytes"] > 0 for p in w["processes"])
+    for p in w["processes"]:
+        if p["rank"] in j["never_killed_ranks"] or p["rank"] < 0:
+            assert p["original"], p
 PYEOF
 }
 

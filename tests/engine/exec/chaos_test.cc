@@ -103,6 +103,17 @@ TEST(FaultSchedule, RateKindsAndBounds) {
       EXPECT_LE(f.ratePercent, 100);
     }
   }
+  // Kills hit only the ranks they may (the others live through the run).
+  s = space(300);
+  s.rate = 1;
+  s.kinds = {FaultKind::kKillRank};
+  s.killable = {2, 5};
+  const auto kills = orThrow(FaultSchedule::generate(3, s));
+  for (const auto& f : kills.faults()) {
+    EXPECT_TRUE(f.target == 2 || f.target == 5) << f.toString();
+  }
+  s.killable = {9};
+  EXPECT_FALSE(FaultSchedule::generate(3, s).isOk());
   const Fault* next = mixed.nextStoreLoss(1);
   ASSERT_NE(next, nullptr);
   EXPECT_EQ(next->kind, FaultKind::kStoreNodeLoss);
