@@ -219,7 +219,7 @@ Status checkChaos(const SyncArgs& a, const Prepared& p) {
     return bad("--chaos-max-burst must be at most half of --timeout");
   }
   if (a.chaos.reportEvery < 1) return bad("--chaos-report must be >= 1");
-  if (!p.emulated && a.ranks != "processes") {
+  if (!a.worker && !p.emulated && a.ranks != "processes") {  // a worker is one
     return bad(
         "--chaos runs long-lived rank processes: use an emulated cluster or --ranks "
         "processes");

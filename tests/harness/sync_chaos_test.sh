@@ -94,4 +94,20 @@ grep -q "torn or mixed" "$dir/torn" || { cat "$dir/torn"; fail "no torn shard re
 "$PY" -c "import json; j=json.load(open('$dir/torn.json')); assert not j['invariants_held'] and j['total']['states_torn_mixed_or_wrong'] > 0" \
   || fail "json torn"
 [ "$(leftovers)" = "$before" ] || fail "namespaces left after the torn soak: $(leftovers)"
+# Ctrl-C in the middle of a long soak: it stops within seconds, exits
+# non-zero and leaves no namespace, qdisc or rank behind.
+"$TIDE" sync "${small[@]}" --strategy p2p --switch shadow --steps 100000 --chaos 3 \
+  > "$dir/int" 2>&1 &
+pid=$!
+sleep 4
+kill -INT $pid
+for _ in $(seq 60); do kill -0 $pid 2> /dev/null || break; sleep 0.5; done
+if kill -0 $pid 2> /dev/null; then
+  kill -KILL $pid
+  fail "an interrupted soak did not stop within 30 s"
+fi
+wait $pid && fail "an interrupted soak exited 0"
+grep -q "interrupted" "$dir/int" || { cat "$dir/int"; fail "no interruption reported"; }
+[ "$(leftovers)" = "$before" ] || fail "namespaces left after Ctrl-C: $(leftovers)"
+pgrep -f -- "--worker --chaos 3 " > /dev/null && fail "ranks left after Ctrl-C"
 echo "PASS"
