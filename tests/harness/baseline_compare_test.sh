@@ -9,8 +9,10 @@ BENCH=$1
 TIDE=$2
 SRC=$3
 base=$SRC/results/baseline/delta.json
-[ -f "$base" ] || { echo "skipped: no baseline $base"; exit 77; }
-[ -x "$BENCH" ] || { echo "skipped: $BENCH not built"; exit 77; }
+# Both ship with the tree and its build: missing is a broken checkout, not
+# a missing capability, so it fails.
+[ -f "$base" ] || { echo "FAIL: no baseline $base"; exit 1; }
+[ -x "$BENCH" ] || { echo "FAIL: $BENCH not built"; exit 1; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 # The same filter, repetitions and minimum time as the baseline (results/baseline/README.md).
