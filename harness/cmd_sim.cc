@@ -8,6 +8,7 @@
 
 #include "engine/core/status.h"
 #include "harness/command.h"
+#include "harness/sim/scenario_plans.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -84,10 +85,10 @@ struct SimOptions {
 void runSim(const SimOptions& o) {
   if (o.scenario.empty())
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--scenario is required"));
-  sim::Scenario sc = orThrow(sim::loadScenario(o.scenario));
+  sim::Scenario sc = orThrow(loadCheckedScenario(o.scenario));
   if (!o.strategy.empty()) {
     sc.strategy.names = {o.strategy};
-    orThrow(sim::validateScenario(sc));
+    orThrow(checkScenarioStrategies(sc));
   }
   nlohmann::json out;
   out["schema"] = "tide.sim.report/1";
@@ -97,7 +98,7 @@ void runSim(const SimOptions& o) {
   sim::printScenarioInputs(sc);
   std::vector<sim::StrategyResult> results;
   for (const auto& name : sc.strategy.names) {
-    sim::StrategyResult r = orThrow(sim::simulate(sc, name));
+    sim::StrategyResult r = orThrow(simulateStrategy(sc, name));
     sim::printStrategyResult(r, sc);
     out["results"].push_back(r.toJson());
     results.push_back(std::move(r));
@@ -118,7 +119,8 @@ void addSimCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("sim", "Cluster simulator: predict a weight update at scale");
   auto o = std::make_shared<SimOptions>();
   cmd->add_option("--scenario", o->scenario, "scenario TOML (docs/formats/scenario.md)");
-  cmd->add_option("--strategy", o->strategy, "broadcast or p2p (default: the scenario's list)");
+  cmd->add_option("--strategy", o->strategy,
+                  "a strategy of `tide strategies` (default: the scenario's list)");
   cmd->add_option("--json", o->json, "write the report as JSON");
   cmd->add_option("--events", o->events, "write per-transfer events (HDF5 trace)");
   addSimSweepCommand(*cmd);

@@ -7,6 +7,7 @@
 
 #include "engine/core/status.h"
 #include "harness/command.h"
+#include "harness/sim/scenario_plans.h"
 #include "sim/report.h"
 #include "sim/rl_pipeline.h"
 #include "sim/scenario.h"
@@ -16,7 +17,7 @@ namespace tide::harness {
 
 void addSimRlCommand(CLI::App& sim) {
   struct Opts {
-    std::string scenario, strategy = "p2p", mode = "both", json;
+    std::string scenario, strategy = "miles-p2p", mode = "both", json;
     int staleness = 1, steps = 20, samples = 512, concurrent = 128;
     double trainTps = 2e5, decodeTps = 40;
   };
@@ -48,10 +49,10 @@ void addSimRlCommand(CLI::App& sim) {
       ->capture_default_str();
   cmd->add_option("--json", o->json, "write JSON");
   cmd->callback([o] {
-    sim::Scenario sc = orThrow(sim::loadScenario(o->scenario));
+    sim::Scenario sc = orThrow(loadCheckedScenario(o->scenario));
     sc.strategy.names = {o->strategy};
-    orThrow(sim::validateScenario(sc));
-    sim::StrategyResult sync = orThrow(sim::simulate(sc, o->strategy));
+    orThrow(checkScenarioStrategies(sc));
+    sim::StrategyResult sync = orThrow(simulateStrategy(sc, o->strategy));
     sim::RlConfig cfg;
     cfg.steps = o->steps;
     cfg.rollout.samplesPerStep = o->samples;

@@ -9,6 +9,7 @@
 
 #include "engine/core/status.h"
 #include "harness/command.h"
+#include "harness/sim/scenario_plans.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/sweep.h"
@@ -30,12 +31,12 @@ void addSimSweepCommand(CLI::App& sim) {
   cmd->add_option("--csv", o->csv, "write CSV");
   cmd->add_option("--json", o->json, "write JSON");
   cmd->callback([o] {
-    sim::Scenario sc = orThrow(sim::loadScenario(o->scenario));
+    sim::Scenario sc = orThrow(loadCheckedScenario(o->scenario));
     if (o->axes.inferEp.empty() && o->axes.inferNodes.empty() && o->axes.nicGbps.empty()) {
       throw StatusError(
           TIDE_ERROR(Code::kInvalidArgument, "give at least one of --ep, --nodes, --nic-gbps"));
     }
-    auto pts = orThrow(sim::runSweep(sc, o->axes));
+    auto pts = orThrow(sim::runSweep(sc, o->axes, simulateStrategy));
     std::string csv = sim::sweepCsv(pts);
     std::fputs(csv.c_str(), stdout);
     if (!o->csv.empty()) {

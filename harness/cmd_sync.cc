@@ -331,7 +331,8 @@ void addSyncCommand(CLI::App& app) {
   auto a = std::make_shared<SyncArgs>();
   auto* cmd = app.add_subcommand("sync", "run weight updates for real and verify them bit-exact");
   a->workload.cluster = "emulated:nodes=8,gpus=4,nic=200Mbps,nics=1";
-  a->workload.strategyHelp = "broadcast | p2p | disk-delta | store";
+  a->workload.strategyHelp =
+      sync::strategyNames([](const sync::StrategyDescriptor& s) { return s.runsForReal(); });
   a->workload.addTo(cmd);
   cmd->add_option("--backend", a->backend, "tcp | shm | rdma | nccl")->capture_default_str();
   cmd->add_option("--steps", a->steps, "weight updates to run")->capture_default_str();

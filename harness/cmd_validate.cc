@@ -21,6 +21,7 @@
 #include "engine/plan/transfer_plan.h"
 #include "harness/command.h"
 #include "harness/flag_check.h"
+#include "harness/sim/scenario_plans.h"
 #include "sim/plan_lowering.h"
 #include "sim/report.h"
 #include "sim/validation.h"
@@ -155,8 +156,10 @@ void addValidateCommand(CLI::App& app) {
       std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", hostTcp / 1e9,
                   hostSource.c_str());
     }
-    sim::StrategyResult r =
-        orThrow(sim::simulatePlan(p, cluster, static_cast<double>(chunk), hostTcp));
+    sim::LoweringOptions lo;
+    lo.chunkBytes = static_cast<double>(chunk);
+    lo.hostTcpBps = hostTcp;
+    sim::StrategyResult r = orThrow(sim::simulatePlan(p, cluster, orThrow(planCosts(p)), lo));
     sim::Validation v = orThrow(sim::compareWithReal(
         real, r.seconds, static_cast<double>(p.summarize().totalBytes), o->threshold / 100));
     std::printf("validate %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n",

@@ -8,6 +8,7 @@
 namespace tide::harness {
 
 void addBackendsCommand(CLI::App& app);
+void addStrategiesCommand(CLI::App& app);
 void addRolloutCommand(CLI::App& app);
 void addPlanCommand(CLI::App& app);
 void addCompareCommand(CLI::App& app);

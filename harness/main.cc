@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tide 0.1.0");
   tide::harness::addBackendsCommand(app);
+  tide::harness::addStrategiesCommand(app);
   tide::harness::addRolloutCommand(app);
   tide::harness::addPlanCommand(app);
   tide::harness::addCompareCommand(app);

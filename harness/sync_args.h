@@ -63,6 +63,7 @@ struct Prepared {
   plan::LowerBound bound;
   bool emulated = false;
   std::string strategy;  // as asked for (disk-delta runs on p2p's plan)
+  const sync::StrategyDescriptor* descriptor = nullptr;
   exec::UpdateMode mode = exec::UpdateMode::kFull;
   ReplaySource replay;  // the generator's parameters and routing
 };

@@ -235,7 +235,7 @@ Status checkChaos(const SyncArgs& a, const Prepared& p) {
     return bad("--chaos-kinds store-node needs --strategy store");
   }
   if (a.backend != "tcp") return bad("--chaos runs on --backend tcp");
-  const bool full = p.mode == exec::UpdateMode::kFull && a.workload.strategy == "p2p";
+  const bool full = p.mode == exec::UpdateMode::kFull && !p.descriptor->relaysThroughTargets;
   if (!(full || p.mode == exec::UpdateMode::kStore)) {
     return bad(
         "--chaos takes --strategy p2p or store (broadcast forwards from inference "

@@ -46,36 +46,45 @@ Result<Prepared> prepare(const SyncArgs& a) {
   WorkloadOptions wo = a.workload;
   wo.inferDtype = a.inferDtype;  // loadWorkload validates and applies it
   p.strategy = wo.strategy;
-  // tide sync runs two update modes on top of the planned strategies.
-  if (wo.strategy != "disk-delta" && wo.strategy != "store" && !sync::createStrategy(wo.strategy)) {
-    std::string known;
-    for (const auto& n : sync::strategyNames()) known += n + ", ";
+  auto found = sync::findStrategy(wo.strategy);
+  if (!found.isOk()) return found.status().withContext("--strategy");
+  const sync::StrategyDescriptor& d = **found;
+  p.descriptor = &d;
+  auto sparseNames = [] {
+    return sync::strategyNames([](const sync::StrategyDescriptor& s) { return s.sparseDeltas; });
+  };
+  if (a.sparse && !d.sparseDeltas) {
     return TIDE_ERROR(Code::kInvalidArgument,
-                      "--strategy " + wo.strategy + ": unknown (" + known + "disk-delta, store)");
+                      "--sparse needs --strategy " + sparseNames() + " (got " + wo.strategy + ")");
   }
-  if (wo.strategy == "disk-delta") {
-    // Files replace the network, the plan (who needs what from whom) is p2p's.
-    if (a.sparse) return TIDE_ERROR(Code::kInvalidArgument, "--sparse is for --strategy p2p");
-    if (a.baseEvery < 1) return TIDE_ERROR(Code::kInvalidArgument, "--base-every must be >= 1");
-    wo.strategy = "p2p";
-    p.mode = exec::UpdateMode::kDiskDelta;
-  } else if (wo.strategy == "store") {
-    // Snapshots in the ranks' store segments; the plan says who reads what.
-    if (a.sparse) return TIDE_ERROR(Code::kInvalidArgument, "--sparse is for --strategy p2p");
-    TIDE_ASSIGN_OR_RETURN(uint64_t frag, parseSize(a.storeFragment));
-    if (frag < 64) return TIDE_ERROR(Code::kInvalidArgument, "--store-fragment must be >= 64 B");
-    wo.strategy = "p2p";
-    p.mode = exec::UpdateMode::kStore;
-  } else if (a.sparse) {
-    if (wo.strategy != "p2p") {
+  switch (d.delivery) {
+    case sync::Delivery::kModel:
       return TIDE_ERROR(Code::kInvalidArgument,
-                        "--sparse needs --strategy p2p (got " + wo.strategy + ")");
+                        "--strategy " + wo.strategy + " models " + std::string(d.models) +
+                            ": it is simulated (tide sim), not run; tide sync runs " +
+                            sync::strategyNames(
+                                [](const sync::StrategyDescriptor& s) { return s.runsForReal(); }));
+    case sync::Delivery::kDiskDelta:
+      // Files replace the network; the plan (who needs what from whom) is the planner's.
+      if (a.baseEvery < 1) return TIDE_ERROR(Code::kInvalidArgument, "--base-every must be >= 1");
+      p.mode = exec::UpdateMode::kDiskDelta;
+      break;
+    case sync::Delivery::kStore: {
+      // Snapshots in the ranks' store segments; the plan says who reads what.
+      TIDE_ASSIGN_OR_RETURN(uint64_t frag, parseSize(a.storeFragment));
+      if (frag < 64) return TIDE_ERROR(Code::kInvalidArgument, "--store-fragment must be >= 64 B");
+      p.mode = exec::UpdateMode::kStore;
+      break;
     }
+    case sync::Delivery::kWire:
+      break;
+  }
+  if (a.sparse) {
     if (a.poison) {
       return TIDE_ERROR(Code::kInvalidArgument,
                         "--sparse applies deltas to version 0: drop --poison");
     }
-    p.strategy = "p2p-sparse";
+    p.strategy = wo.strategy + "-sparse";
     p.mode = exec::UpdateMode::kSparse;
   }
   TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
@@ -197,7 +206,6 @@ std::vector<std::string> workerArgv(const SyncArgs& a) {
                                 "--streams",      std::to_string(a.streams),
                                 "--base-every",   std::to_string(a.baseEvery),
                                 "--worker"};
-  if (o.roundRobin) v.push_back("--round-robin");
   if (a.chaos.on()) {
     v.insert(v.end(),
              {"--chaos", a.chaos.seed, "--chaos-kinds", a.chaos.kinds, "--chaos-rate",

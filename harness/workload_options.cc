@@ -14,14 +14,15 @@ void WorkloadOptions::addTo(CLI::App* cmd) {
       ->capture_default_str();
   cmd->add_option("--cluster", cluster, "cluster preset[:nodes=N] or TOML file")
       ->capture_default_str();
-  cmd->add_option("--strategy", strategy, strategyHelp)->capture_default_str();
+  cmd->add_option("--strategy", strategy,
+                  strategyHelp.empty() ? sync::strategyNames() : strategyHelp)
+      ->capture_default_str();
   cmd->add_option("--bucket", bucket, "bucket size (training-dtype bytes)")->capture_default_str();
   cmd->add_option("--chunk", chunk, "broadcast pipelining chunk")->capture_default_str();
   cmd->add_option("--channels", channels, "broadcast rings (0 = NICs per node)")
       ->capture_default_str();
   cmd->add_option("--fp8-block", fp8Block, "FP8 block-scale edge (0 = the model's)")
       ->capture_default_str();
-  cmd->add_flag("--round-robin", roundRobin, "p2p: naive round-robin source choice");
   cmd->add_flag("--colocated", colocated, "inference ranks share GPUs with training ranks");
 }
 
@@ -47,7 +48,9 @@ Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o) {
   TIDE_RETURN_IF_ERROR(workloads::validate(w->train, w->spec));
   TIDE_RETURN_IF_ERROR(workloads::validate(w->infer, w->spec));
   TIDE_ASSIGN_OR_RETURN(w->cluster, workloads::loadCluster(o.cluster));
-  TIDE_ASSIGN_OR_RETURN(w->strategy, sync::createStrategy(o.strategy));
+  TIDE_ASSIGN_OR_RETURN(w->descriptor, sync::findStrategy(o.strategy));
+  TIDE_ASSIGN_OR_RETURN(w->strategy, w->descriptor->planBuilder());
+  w->strategyOptions.fp8Wire = w->spec.inferDtype == workloads::DType::kFP8E4M3;
   TIDE_ASSIGN_OR_RETURN(w->strategyOptions.bucketBytes, parseSize(o.bucket));
   TIDE_ASSIGN_OR_RETURN(w->strategyOptions.chunkBytes, parseSize(o.chunk));
   if (w->strategyOptions.bucketBytes == 0 || w->strategyOptions.chunkBytes == 0) {
@@ -55,7 +58,6 @@ Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o) {
   }
   if (o.channels < 0) return TIDE_ERROR(Code::kInvalidArgument, "--channels must be >= 0");
   w->strategyOptions.channels = o.channels;
-  w->strategyOptions.roundRobin = o.roundRobin;
 
   w->inventory = workloads::buildInventory(w->spec);
   TIDE_ASSIGN_OR_RETURN(w->base,

@@ -12,6 +12,7 @@
 #include "engine/plan/reshard.h"
 #include "engine/plan/transfer_plan.h"
 #include "engine/sync/strategy.h"
+#include "engine/sync/strategy_registry.h"
 #include "workloads/cluster.h"
 #include "workloads/layout.h"
 #include "workloads/model.h"
@@ -25,7 +26,7 @@ struct WorkloadOptions {
   std::string infer = "engines=8,tp=32,ep=32,dp_attn=8,dp_lm_head=1,dense_tp=1";
   std::string cluster = "h100-ib-8x400";
   std::string strategy = "p2p";
-  std::string strategyHelp = "broadcast | p2p";  // what addTo() says --strategy takes
+  std::string strategyHelp;  // what addTo() says --strategy takes (default: the table's names)
   std::string bucket = "1GiB";
   std::string chunk = "1MiB";
   int channels = 0;
@@ -33,7 +34,6 @@ struct WorkloadOptions {
   // Weights on the inference side: "model" (the zoo's, e.g. FP8) or "bf16"
   // (what the executor moves). Registered by addInferDtypeTo() only.
   std::string inferDtype = "model";
-  bool roundRobin = false;
   bool colocated = false;
 
   void addTo(CLI::App* cmd);
@@ -50,11 +50,12 @@ struct Workload {
   plan::TransferPlan base;
   plan::Reshard reshard;
   sync::StrategyOptions strategyOptions;
-  std::unique_ptr<sync::Strategy> strategy;
+  const sync::StrategyDescriptor* descriptor = nullptr;
+  std::unique_ptr<sync::Strategy> strategy;  // the descriptor's plan builder
 
   // Points into this object: keep the Workload alive while it is used.
   sync::SyncProblem problem() const {
-    return sync::SyncProblem{&base, &reshard, &cluster, &train, &infer, strategyOptions};
+    return sync::SyncProblem{&base, &reshard, &cluster, &train, &infer, strategyOptions, &spec};
   }
 };
 

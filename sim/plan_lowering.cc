@@ -5,7 +5,8 @@
 #include <set>
 #include <tuple>
 
-#include "sim/fp8_pass.h"
+#include "engine/plan/fp8_pass.h"
+#include "sim/step_lowering.h"
 #include "sim/topology.h"
 #include "sim/work_graph.h"
 
@@ -30,7 +31,10 @@ struct Group {
 }  // namespace
 
 Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads::ClusterSpec& spec,
-                                    double chunkBytes, double hostTcpBps) {
+                                    const Calibration& costs, const LoweringOptions& o) {
+  const double chunkBytes = o.chunkBytes, hostTcpBps = o.hostTcpBps;
+  if (o.maxBucketGroups < 0)
+    return TIDE_ERROR(Code::kInvalidArgument, "bucket groups must be >= 0");
   TIDE_RETURN_IF_ERROR(p.validate());
   workloads::ClusterSpec cluster = spec;
   const bool emulated = cluster.name.rfind("emulated:", 0) == 0;
@@ -58,17 +62,38 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
     return static_cast<int>(r.node) * gpn + static_cast<int>(r.gpu);
   };
 
+  // Buckets in contiguous groups of at most o.maxBucketGroups per plan: a
+  // group's moves between two ranks are one flow, its dependencies the
+  // group's (conversions pipeline with writes group by group).
+  uint32_t maxBucket = 0;
+  for (const auto& m : p.moves) maxBucket = std::max(maxBucket, m.bucket);
+  const uint64_t buckets = static_cast<uint64_t>(maxBucket) + 1;
+  uint64_t kept = o.maxBucketGroups > 0
+                      ? std::min<uint64_t>(buckets, static_cast<uint64_t>(o.maxBucketGroups))
+                      : buckets;
+  auto groupOf = [&](uint32_t b) { return static_cast<uint32_t>(b * kept / buckets); };
+  // Fewer groups while the flows would exceed the budget: a flow-level solve
+  // re-solves every flow sharing a link at each completion.
+  while (o.maxFlows > 0 && kept > 1) {
+    std::vector<Key> keys;
+    keys.reserve(p.moves.size());
+    for (const auto& m : p.moves)
+      if (m.kind != plan::MoveKind::kBroadcastHop)
+        keys.push_back(Key{m.stage, groupOf(m.bucket), m.src, m.dst, static_cast<uint8_t>(m.kind)});
+    std::sort(keys.begin(), keys.end());
+    const size_t flows = std::unique(keys.begin(), keys.end()) - keys.begin();
+    if (flows <= o.maxFlows) break;
+    kept /= 2;
+  }
   // Group moves; broadcast hops per (stage, bucket) form one chain.
   std::map<Key, Group> groups;
   std::map<std::pair<uint32_t, uint32_t>, std::vector<const plan::Move*>> chains;
-  uint32_t maxBucket = 0;
   for (const auto& m : p.moves) {
-    maxBucket = std::max(maxBucket, m.bucket);
     if (m.kind == plan::MoveKind::kBroadcastHop) {
       chains[{m.stage, m.bucket}].push_back(&m);
       continue;
     }
-    Group& g = groups[Key{m.stage, m.bucket, m.src, m.dst, static_cast<uint8_t>(m.kind)}];
+    Group& g = groups[Key{m.stage, groupOf(m.bucket), m.src, m.dst, static_cast<uint8_t>(m.kind)}];
     g.bytes += static_cast<double>(m.bytes);
     g.dtypeChange = g.dtypeChange || m.srcDtype != m.dstDtype;
   }
@@ -105,7 +130,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
       // so its BF16 input is about twice that).
       path = onlyLink(topo.gpu(a).hbm);
       tp = TaskPath::kCompute;
-      moved = fp8PassBytes(2 * grp.bytes, 0);
+      moved = plan::fp8PassBytes(2 * grp.bytes, 0);
     } else if (a == b) {
       path = onlyLink(topo.hostMem(topo.nodeOf(a)));  // a host memory copy
       tp = TaskPath::kHostMem;
@@ -151,6 +176,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
   }
   for (const auto& [k, hops] : chains) {
     auto [stage, bucket] = k;
+    const uint32_t group = groupOf(bucket);
     const auto& hv = chainHops[k];
     std::vector<LinkId> links;
     double lat = 0, bytes = 0;
@@ -165,7 +191,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
         lat += chunkBytes * static_cast<double>(sharing) / h.cap;
       bytes = std::max(bytes, static_cast<double>(hops[i]->bytes));
     }
-    auto [in, out] = bucketJoins(stage, bucket);
+    auto [in, out] = bucketJoins(stage, group);
     TaskId t = g.addFlow(
         g.addPath(std::move(links)), bytes, lat, static_cast<int32_t>(hops.front()->src),
         static_cast<int32_t>(hops.back()->dst), static_cast<uint16_t>(stage), TaskPath::kNccl);
@@ -188,6 +214,8 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
       }
     }
   }
+  // The update's non-wire work, beside its stages of moves.
+  TIDE_ASSIGN_OR_RETURN(LoweredSteps ls, lowerSteps(p.work, p.ranks.size(), gpuOf, topo, costs, g));
   StrategyResult r;
   r.scenario = "plan";
   r.strategy = p.strategy;
@@ -195,13 +223,17 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
   TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver));
   takeExecution(r, std::move(ex), g);
   auto sum = p.summarize();
-  r.wireBytes = static_cast<double>(sum.totalBytes);
+  r.wireBytes = static_cast<double>(sum.totalBytes) + p.work.wireBytes;
   for (size_t i = 0; i < sum.receivedBytes.size(); ++i) {
     if (p.ranks[i].role == plan::Role::kInference)
-      r.bytesPerInferRank =
-          std::max(r.bytesPerInferRank, static_cast<double>(sum.receivedBytes[i]));
+      r.bytesPerInferRank = std::max(
+          r.bytesPerInferRank, static_cast<double>(sum.receivedBytes[i]) + ls.receivedBytes[i]);
   }
-  r.bucketsPerStage = static_cast<int>(maxBucket) + 1;
+  r.bucketsPerStage =
+      p.moves.empty() ? static_cast<int>(p.work.bucketsPerStage) : static_cast<int>(maxBucket) + 1;
+  r.mergeFactor = p.moves.empty() ? p.work.mergeFactor
+                                  : static_cast<double>(buckets) / static_cast<double>(kept);
+  r.registrationSeconds = ls.registrationSeconds;
   return r;
 }
 

@@ -46,9 +46,11 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
     std::printf("  %s %.3f s, error %+.1f %%\n", p.name().c_str(), p.seconds,
                 (r.spanSeconds(p.span) / p.seconds - 1) * 100);
   }
-  std::printf("  %llu tasks, %llu flows, %.2f s wall, %.0f events/s\n",
-              static_cast<unsigned long long>(r.tasks), static_cast<unsigned long long>(r.flows),
-              r.wallSeconds, r.eventsPerSecond);
+  std::printf(
+      "  %llu tasks, %llu flows, planned in %.2f s CPU, simulated in %.2f s wall, %.0f "
+      "events/s, peak RSS %.0f MB\n",
+      static_cast<unsigned long long>(r.tasks), static_cast<unsigned long long>(r.flows),
+      r.planCpuSeconds, r.wallSeconds, r.eventsPerSecond, r.peakRssBytes / 1e6);
 }
 
 void printScenarioInputs(const Scenario& sc) {
@@ -63,10 +65,8 @@ void printScenarioInputs(const Scenario& sc) {
               sc.model.name.c_str(), sc.train.toString().c_str(), nodes(sc.trainNodes).c_str(),
               sc.infer.toString().c_str(), inferWhere.c_str());
   std::printf("cluster   %s\n", sc.cluster.toString().c_str());
-  std::string bucket = gb(p.bucketFor("broadcast"));
-  if (p.bucketFor("p2p") != p.bucketFor("broadcast")) {
-    bucket = "broadcast " + bucket + ", p2p " + gb(p.bucketFor("p2p"));
-  }
+  std::string bucket = gb(p.bucketBytes);
+  for (const auto& [name, bytes] : p.ownBucketBytes) bucket += ", " + name + " " + gb(bytes);
   std::printf("strategy  bucket %s, %s on the wire, %s, page %llu B\n", bucket.c_str(),
               p.fp8Wire ? "fp8" : "bf16", p.firstUpdate ? "first update" : "not the first update",
               static_cast<unsigned long long>(p.pageBytes));
@@ -102,8 +102,8 @@ nlohmann::json scenarioInputsJson(const Scenario& sc) {
             {"latency_seconds", c.fabric.latencySeconds}}},
           {"strategy",
            {{"bucket_bytes", p.bucketBytes},
-            {"broadcast_bucket_bytes", p.bucketFor("broadcast")},
-            {"p2p_bucket_bytes", p.bucketFor("p2p")},
+            {"strategies", p.names},
+            {"own_bucket_bytes", p.ownBucketBytes},
             {"lock_poll_seconds", sc.calib.lockPollSeconds},
             {"wire_dtype", p.fp8Wire ? "fp8" : "bf16"},
             {"first_update", p.firstUpdate},

@@ -154,20 +154,32 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
   (void)f.get("profile");  // read before this table: it sets the defaults below
   if (const toml::node* n = f.get("names")) {
     auto* arr = n->as_array();
-    if (!arr || arr->empty()) return f.error("names", "must be a list such as [\"broadcast\"]");
+    if (!arr || arr->empty())
+      return f.error("names", "must be a list such as [\"miles-broadcast\", \"miles-p2p\"]");
     p.names.clear();
     for (auto& v : *arr) {
       auto name = v.value_exact<std::string>();
-      if (!name) return f.error("names", "must be strings");
-      if (*name != "broadcast" && *name != "p2p") {
-        return f.error("names", "has unknown strategy '" + *name + "' (broadcast, p2p)");
-      }
+      if (!name || name->empty()) return f.error("names", "must be strategy names");
       p.names.push_back(*name);
     }
   }
   TIDE_RETURN_IF_ERROR(sizeField(f, "bucket", p.bucketBytes));
-  TIDE_RETURN_IF_ERROR(sizeField(f, "broadcast_bucket", p.broadcastBucketBytes));
-  TIDE_RETURN_IF_ERROR(sizeField(f, "p2p_bucket", p.p2pBucketBytes));
+  for (const char* old : {"broadcast_bucket", "p2p_bucket"}) {
+    if (t.contains(old))
+      return f.error(old, "is replaced by a table per strategy: [strategy.<name>] bucket = ...");
+  }
+  // [strategy.<name>]: what one strategy's run sets for itself.
+  for (auto&& [k, node] : t) {
+    const toml::table* own = node.as_table();
+    if (!own) continue;
+    std::string name(k.str());
+    (void)f.get(name);
+    TomlFields of(*own, tableOrigin(origin, ("strategy." + name).c_str()));
+    uint64_t bucket = 0;
+    TIDE_RETURN_IF_ERROR(sizeField(of, "bucket", bucket));
+    if (bucket > 0) p.ownBucketBytes[name] = bucket;
+    TIDE_RETURN_IF_ERROR(of.rejectUnknown());
+  }
   // The wire carries what the engines serve unless told otherwise.
   std::string wire = fp8Model ? "fp8" : "bf16";
   TIDE_RETURN_IF_ERROR(f.getString("wire_dtype", wire, false));
@@ -227,30 +239,40 @@ int spanRank(std::string_view span) {
   return it == spans.end() ? 0 : static_cast<int>(it - spans.begin()) + 1;
 }
 
-// `broadcast` and `p2p` are the primary figures; `<strategy>_<label>` (e.g.
-// broadcast_rfc) another published figure of the same run;
-// `<strategy>_prepare`, `_transfer` and `_finalize` a span of it.
+// [published.<strategy>]: `update` is the strategy's primary figure,
+// `prepare`, `transfer` and `finalize` a span of it, any other key another
+// published figure of the same run under that label.
 Status parsePublishedTable(const toml::table& t, std::string_view origin, Scenario& s) {
   TomlFields f(t, tableOrigin(origin, "published"));
   for (auto&& [k, node] : t) {
-    std::string key(k.str());
-    size_t cut = key.find('_');
-    std::string strategy = key.substr(0, cut);
-    if (strategy != "broadcast" && strategy != "p2p") continue;  // rejectUnknown names it
-    std::string label = cut == std::string::npos ? "" : key.substr(cut + 1);
-    if (cut != std::string::npos && label.empty()) continue;
-    double v = 0;
-    TIDE_RETURN_IF_ERROR(f.getDouble(key, v, false));
-    if (v <= 0) return f.error(key, "must be seconds > 0");
-    if (spanRank(label) > 0) {
-      s.published.push_back({strategy, "", label, v});
-    } else {
-      s.published.push_back({strategy, label, "", v});
+    std::string strategy(k.str());
+    const toml::table* figures = node.as_table();
+    if (!figures)
+      return f.error(strategy, "must be a table of one strategy's figures: [published." + strategy +
+                                   "] update = <seconds>");
+    (void)f.get(strategy);
+    TomlFields of(*figures, tableOrigin(origin, ("published." + strategy).c_str()));
+    for (auto&& [fk, fnode] : *figures) {
+      std::string key(fk.str());
+      double v = 0;
+      TIDE_RETURN_IF_ERROR(of.getDouble(key, v, false));
+      if (v <= 0) return of.error(key, "must be seconds > 0");
+      if (key == "update") {
+        s.published.push_back({strategy, "", "", v});
+      } else if (spanRank(key) > 0) {
+        s.published.push_back({strategy, "", key, v});
+      } else {
+        s.published.push_back({strategy, key, "", v});
+      }
     }
+    TIDE_RETURN_IF_ERROR(of.rejectUnknown());
   }
-  std::stable_sort(s.published.begin(), s.published.end(), [](const auto& a, const auto& b) {
-    return spanRank(a.span) < spanRank(b.span);
-  });
+  // The primary figure, the other labelled ones, then the spans in order.
+  auto order = [](const Scenario::Published& p) {
+    return p.primary() ? 0 : p.span.empty() ? 1 : 1 + spanRank(p.span);
+  };
+  std::stable_sort(s.published.begin(), s.published.end(),
+                   [&](const auto& a, const auto& b) { return order(a) < order(b); });
   return f.rejectUnknown();
 }
 
@@ -377,10 +399,6 @@ Status validateScenario(const Scenario& s) {
                             std::to_string(nodes * g) + " GPUs; the layout needs " +
                             std::to_string(ranks));
     }
-  }
-  for (const auto& n : s.strategy.names) {
-    if (n != "broadcast" && n != "p2p")
-      return TIDE_ERROR(Code::kInvalidArgument, "unknown strategy '" + n + "' (broadcast, p2p)");
   }
   const bool fp8Model = s.model.inferDtype == workloads::DType::kFP8E4M3;
   if (s.strategy.fp8Wire && !fp8Model) {

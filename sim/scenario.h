@@ -4,6 +4,8 @@
 // calibration overrides and optional published figures to compare with.
 
 #include <array>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,16 +21,16 @@
 namespace tide::sim {
 
 struct StrategyParams {
-  std::vector<std::string> names{"broadcast", "p2p"};  // strategies to run
-  uint64_t bucketBytes = 1000000000;                   // gathered bytes per bucket, training dtype
-  // A run of one strategy may set its own (the framework takes one buffer
-  // size per run); 0 = bucketBytes.
-  uint64_t broadcastBucketBytes = 0, p2pBucketBytes = 0;
+  // Strategies to run, by descriptor name (engine/sync/strategy_registry.h;
+  // the caller checks them): by default the models of the published runs.
+  std::vector<std::string> names{"miles-broadcast", "miles-p2p"};
+  uint64_t bucketBytes = 1000000000;  // gathered bytes per bucket, training dtype
+  // A run of one strategy may set its own ([strategy.<name>] bucket: the
+  // framework takes one buffer size per run).
+  std::map<std::string, uint64_t, std::less<>> ownBucketBytes;
   uint64_t bucketFor(std::string_view strategy) const {
-    uint64_t own = strategy == "broadcast" ? broadcastBucketBytes
-                   : strategy == "p2p"     ? p2pBucketBytes
-                                           : 0;
-    return own > 0 ? own : bucketBytes;
+    auto it = ownBucketBytes.find(strategy);
+    return it != ownBucketBytes.end() ? it->second : bucketBytes;
   }
   bool fp8Wire = true;               // FP8 (block scales) on the wire, else training dtype
   bool firstUpdate = false;          // include one-time memory registration

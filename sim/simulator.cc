@@ -2,9 +2,7 @@
 
 #include <algorithm>
 
-#include "sim/model_shares.h"
-#include "sim/strategy_graphs.h"
-#include "sim/topology.h"
+#include "sim/plan_lowering.h"
 
 namespace tide::sim {
 
@@ -27,28 +25,13 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
   }
 }
 
-ModelShares scenarioShares(const Scenario& sc, std::string_view strategy) {
-  return computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire,
-                       static_cast<double>(sc.strategy.bucketFor(strategy)));
-}
-
-Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy) {
-  ModelShares shares = scenarioShares(sc, strategy);
-  FlowSolver solver;
-  Topology topo(sc.cluster, sc.trainNodes + sc.inferNodes, solver);
-  WorkGraph g;
-  TIDE_ASSIGN_OR_RETURN(GraphInfo info, buildStrategyGraph(sc, strategy, shares, topo, g));
-  StrategyResult r;
+Result<StrategyResult> simulateScenario(const Scenario& sc, const plan::TransferPlan& plan) {
+  LoweringOptions o;
+  o.chunkBytes = static_cast<double>(sc.strategy.chunkBytes);
+  o.maxBucketGroups = sc.strategy.maxSimBuckets;
+  o.maxFlows = kScenarioMaxFlows;
+  TIDE_ASSIGN_OR_RETURN(StrategyResult r, simulatePlan(plan, sc.cluster, sc.calib, o));
   r.scenario = sc.name;
-  r.strategy = strategy;
-  linkLowerBound(g, solver, &r.lowerBoundSeconds, &r.bottleneck);
-  TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver));
-  takeExecution(r, std::move(ex), g);
-  r.wireBytes = shares.wireTotal;
-  r.bytesPerInferRank = strategy == "broadcast" ? shares.wireTotal : shares.sharePerRank;
-  r.bucketsPerStage = info.bucketsPerStage;
-  r.mergeFactor = info.mergeFactor;
-  r.registrationSeconds = info.registrationSeconds;
   return r;
 }
 
@@ -63,11 +46,11 @@ void splitSpans(StrategyResult& r) {
   bool rounds = false, post = false;
   for (const auto& s : r.stages) {
     if (s.tasks == 0) continue;
-    if (s.name == kStageRounds) {
+    if (s.name == plan::kStageRounds) {
       rounds = true;
-    } else if (s.name == kStageRegister) {
+    } else if (s.name == plan::kStageRegister) {
       continue;  // the framework registers while it prepares the engines
-    } else if (s.name == kStagePostprocess) {
+    } else if (s.name == plan::kStagePostprocess) {
       post = true;
       transferEnd = s.first;
     } else {
@@ -129,6 +112,8 @@ nlohmann::json StrategyResult::toJson() const {
   j["events"] = events.size();
   j["wall_seconds"] = wallSeconds;
   j["events_per_second"] = eventsPerSecond;
+  j["plan_cpu_seconds"] = planCpuSeconds;
+  j["peak_rss_bytes"] = peakRssBytes;
   return j;
 }
 

@@ -1,17 +1,19 @@
 #pragma once
-// Simulates one weight update of a scenario with one strategy: builds the
-// topology and the strategy's work graph, runs it, and reports the update
+// The result of simulating one weight update with one strategy: the update
 // time, the per-stage breakdown, the physical lower bound (the most loaded
-// link's bytes over its capacity) and its bottleneck, and the events.
+// link's bytes over its capacity) and its bottleneck, and the events. The
+// simulator runs plans only (plan_lowering.h); a caller makes the plan with
+// the strategy's builder (engine/sync/strategy_registry.h).
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/plan/transfer_plan.h"
 #include "sim/executor.h"
-#include "sim/model_shares.h"
 #include "sim/scenario.h"
 
 namespace tide::sim {
@@ -34,8 +36,8 @@ struct StrategyResult {
   // the first gather to the last byte landed and loaded); finalize
   // (`finalize_and_resume_engines`: post-processing on the engines, the
   // closing rounds; a broadcast's re-quantization, which its engines run
-  // inside the loads, is counted here too). A graph without the control
-  // rounds (a lowered plan) is all transfer.
+  // inside the loads, is counted here too). A plan without the control
+  // rounds (steps in kStageRounds) is all transfer.
   double prepareSeconds = 0, transferSeconds = 0, finalizeSeconds = 0;
   // The whole update for "", else the span "prepare", "transfer" or
   // "finalize".
@@ -47,8 +49,12 @@ struct StrategyResult {
   }
   uint64_t tasks = 0;
   uint64_t flows = 0;
-  double wallSeconds = 0;
+  double wallSeconds = 0;  // the simulation's
   double eventsPerSecond = 0;
+  // Set by the caller that made the plan: its CPU time, and the process's
+  // peak resident memory once simulated (0: not measured).
+  double planCpuSeconds = 0;
+  double peakRssBytes = 0;
   std::vector<SimEvent> events;
   std::vector<std::string> stageNames;
 
@@ -59,10 +65,21 @@ struct StrategyResult {
 void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
                     std::string* bottleneck);
 
-[[nodiscard]] Result<StrategyResult> simulate(const Scenario& sc, const std::string& strategy);
-// The shares `simulate` works from: the scenario's model and layouts, cut
-// into buckets of the strategy's run.
-ModelShares scenarioShares(const Scenario& sc, std::string_view strategy);
+// Simulates `plan`, a strategy's plan for `sc`, on the scenario's cluster
+// with its cost profile (and overrides). A box-level plan keeps at most
+// `max_sim_buckets` bucket groups, fewer while its moves would make more
+// than kScenarioMaxFlows flows. The solve's cost grows with the square of
+// the flows that share links: Kimi-K2's p2p plan (922 k moves over 958
+// buckets, `tide sim --scenario scenarios/kimi-k2-miles.toml --strategy
+// p2p`) takes 1.3 s in one group (10 k flows), 7.6 s in two (16 k), 174 s
+// in 64 (66 k), and its update is 0.5 % longer in one group than in 64.
+inline constexpr size_t kScenarioMaxFlows = 12000;
+[[nodiscard]] Result<StrategyResult> simulateScenario(const Scenario& sc,
+                                                      const plan::TransferPlan& plan);
+// Plans and simulates one named strategy of a scenario: given by the caller,
+// which owns the strategy table (sim/ runs plans, it does not make them).
+using StrategySimulator =
+    std::function<Result<StrategyResult>(const Scenario& sc, std::string_view strategy)>;
 
 // Moves an execution's time, stages, counters and events into `r`.
 void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g);

@@ -41,12 +41,17 @@ Result<Scenario> applyPoint(const Scenario& base, const std::string& axis, doubl
     return TIDE_ERROR(Code::kInvalidArgument, "unknown sweep axis '" + axis + "'");
   }
   s.cluster.nodes = s.trainNodes + s.inferNodes;
-  s.strategy.names = {"broadcast", "p2p"};
   TIDE_RETURN_IF_ERROR(validateScenario(s));
   return s;
 }
 
-Result<std::vector<SweepPoint>> runSweep(const Scenario& base, const SweepAxes& axes) {
+Result<std::vector<SweepPoint>> runSweep(const Scenario& base, const SweepAxes& axes,
+                                         const StrategySimulator& simulate) {
+  if (base.strategy.names.size() != 2)
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "a sweep compares two strategies, a broadcast and a p2p design; the "
+                      "scenario names " +
+                          std::to_string(base.strategy.names.size()));
   std::vector<std::pair<std::string, double>> todo;
   for (int v : axes.inferEp) todo.push_back({"infer_ep", v});
   for (int v : axes.inferNodes) todo.push_back({"infer_nodes", v});
@@ -55,8 +60,8 @@ Result<std::vector<SweepPoint>> runSweep(const Scenario& base, const SweepAxes& 
   for (const auto& [axis, value] : todo) {
     TIDE_ASSIGN_OR_RETURN(Scenario s, applyPoint(base, axis, value));
     SweepPoint p{axis, value};
-    TIDE_ASSIGN_OR_RETURN(StrategyResult b, simulate(s, "broadcast"));
-    TIDE_ASSIGN_OR_RETURN(StrategyResult q, simulate(s, "p2p"));
+    TIDE_ASSIGN_OR_RETURN(StrategyResult b, simulate(s, s.strategy.names[0]));
+    TIDE_ASSIGN_OR_RETURN(StrategyResult q, simulate(s, s.strategy.names[1]));
     p.broadcastSeconds = b.seconds;
     p.p2pSeconds = q.seconds;
     out.push_back(p);

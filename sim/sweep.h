@@ -1,7 +1,8 @@
 #pragma once
 // Parameter sweeps of a scenario: inference EP (engine size), inference node
-// count (engines), NIC bandwidth. Each point simulates broadcast and p2p and
-// records the p2p/broadcast time ratio; a ratio above 1 means p2p loses.
+// count (engines), NIC bandwidth. Each point simulates the scenario's first
+// two strategies (a broadcast and a p2p design) and records the
+// p2p/broadcast time ratio; a ratio above 1 means p2p loses.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "engine/core/status.h"
 #include "sim/scenario.h"
+#include "sim/simulator.h"
 
 namespace tide::sim {
 
@@ -28,7 +30,8 @@ struct SweepAxes {
 
 // Applies one sweep value to a copy of the scenario.
 Result<Scenario> applyPoint(const Scenario& base, const std::string& axis, double value);
-Result<std::vector<SweepPoint>> runSweep(const Scenario& base, const SweepAxes& axes);
+Result<std::vector<SweepPoint>> runSweep(const Scenario& base, const SweepAxes& axes,
+                                         const StrategySimulator& simulate);
 std::string sweepCsv(const std::vector<SweepPoint>& pts);
 nlohmann::json sweepJson(const std::vector<SweepPoint>& pts);
 

@@ -128,6 +128,9 @@ Result<TransferPlan> parse(const json& j) {
     x.bytes = m.at(13).get<uint64_t>();
     p.moves.push_back(x);
   }
+  if (j.contains("work")) {
+    TIDE_ASSIGN_OR_RETURN(p.work, StepGraph::fromJson(j.at("work")));
+  }
   return p;
 }
 
@@ -207,6 +210,7 @@ json TransferPlan::toJson() const {
                               moveKindName(m.kind), pathName(m.path), m.stage, m.bucket, m.bytes}));
   }
   j["moves"] = std::move(mv);
+  if (!work.empty()) j["work"] = work.toJson();
   return j;
 }
 

@@ -35,11 +35,7 @@ std::vector<std::pair<size_t, size_t>> groups(std::vector<Held>& v) {
 
 }  // namespace
 
-Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
-                              const workloads::TrainLayout& train,
-                              const workloads::InferLayout& infer, const Placement& placement) {
-  const int nt = train.worldSize();
-  const int ni = infer.worldSize();
+Result<std::vector<RankInfo>> placeRanks(int nt, int ni, const Placement& placement) {
   const int g = placement.gpusPerNode;
   if (nt <= 0 || ni <= 0 || g <= 0) {
     return TIDE_ERROR(Code::kInvalidArgument, "plan: world sizes and GPUs per node must be > 0");
@@ -49,17 +45,36 @@ Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
                       "plan: colocated placement needs as many inference as training ranks (" +
                           std::to_string(ni) + " vs " + std::to_string(nt) + ")");
   }
-  TransferPlan p;
-  const int trainNodes = (nt + g - 1) / g;
+  const int first = placement.colocated            ? 0
+                    : placement.inferFirstGpu >= 0 ? placement.inferFirstGpu
+                                                   : (nt + g - 1) / g * g;
+  if (!placement.colocated && first < nt) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "plan: inference GPUs start at " + std::to_string(first) +
+                          ", inside the training ranks' GPUs 0-" + std::to_string(nt - 1));
+  }
+  std::vector<RankInfo> ranks;
+  ranks.reserve(static_cast<size_t>(nt) + ni);
   for (int r = 0; r < nt; ++r) {
-    p.ranks.push_back(RankInfo{static_cast<uint32_t>(r), Role::kTrainer,
-                               static_cast<uint32_t>(r / g), static_cast<uint32_t>(r % g)});
+    ranks.push_back(RankInfo{static_cast<uint32_t>(r), Role::kTrainer, static_cast<uint32_t>(r / g),
+                             static_cast<uint32_t>(r % g)});
   }
   for (int r = 0; r < ni; ++r) {
-    const int node = placement.colocated ? r / g : trainNodes + r / g;
-    p.ranks.push_back(RankInfo{static_cast<uint32_t>(nt + r), Role::kInference,
-                               static_cast<uint32_t>(node), static_cast<uint32_t>(r % g)});
+    const int gpu = first + r;
+    ranks.push_back(RankInfo{static_cast<uint32_t>(nt + r), Role::kInference,
+                             static_cast<uint32_t>(gpu / g), static_cast<uint32_t>(gpu % g)});
   }
+  return ranks;
+}
+
+Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
+                              const workloads::TrainLayout& train,
+                              const workloads::InferLayout& infer, const Placement& placement) {
+  const int nt = train.worldSize();
+  const int ni = infer.worldSize();
+  const int g = placement.gpusPerNode;
+  TransferPlan p;
+  TIDE_ASSIGN_OR_RETURN(p.ranks, placeRanks(nt, ni, placement));
   p.tensors.reserve(inv.tensors.size());
   for (size_t t = 0; t < inv.tensors.size(); ++t) {
     const auto& s = inv.tensors[t];

@@ -44,12 +44,20 @@ struct Reshard {
 };
 
 // Where ranks sit. Training ranks are plan ranks 0..T-1, inference ranks
-// T..T+I-1. Disaggregated: training fills nodes 0.., inference the nodes
-// after; colocated: inference rank i shares GPU (node, gpu) with training rank i.
+// T..T+I-1; GPUs are numbered node * gpusPerNode + gpu. Disaggregated:
+// training fills GPUs 0.., inference starts at `inferFirstGpu` (-1: the
+// first GPU of the node after the training ranks'); colocated: inference
+// rank i shares GPU (node, gpu) with training rank i.
 struct Placement {
   int gpusPerNode = 8;
   bool colocated = false;
+  int inferFirstGpu = -1;
 };
+
+// The ranks of a placement, without tensors or holdings: what a strategy
+// that plans by steps alone starts from.
+Result<std::vector<RankInfo>> placeRanks(int trainRanks, int inferRanks,
+                                         const Placement& placement);
 
 // The plan skeleton every strategy starts from: ranks, tensors, and the
 // kTrain / kInfer holdings given by the layouts (validated here).

@@ -278,7 +278,7 @@ Status TransferPlan::validate() const {
                  " elements written");
     }
   }
-  return Status::ok();
+  return work.validate(ranks.size());
 }
 
 PlanSummary TransferPlan::summarize() const {

@@ -13,7 +13,11 @@
 //  * moves (src rank, src region) -> (dst rank, dst region), one per box (never
 //    per row or element), with bytes, kind, path, stage and bucket;
 //  * stages with dependencies (a DAG; a dependency may be per bucket, which is
-//    how gather -> convert -> write pipelines).
+//    how gather -> convert -> write pipelines);
+//  * the update's non-wire work as typed steps (plan_steps.h): collectives,
+//    copies, counted host operations, registration, control rounds, locks.
+//    A strategy that models another system's update at scale may describe
+//    it by steps alone, without boxes.
 
 #include <array>
 #include <cstdint>
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/plan/plan_steps.h"
 #include "workloads/box.h"
 #include "workloads/dtype.h"
 
@@ -168,6 +173,7 @@ struct TransferPlan {
   std::vector<Bucket> buckets;
   std::vector<Stage> stages;
   std::vector<Move> moves;
+  StepGraph work;
 
   // Adds a move, filling path and bytes from the ranks and the tensor.
   Move& addMove(Move m);

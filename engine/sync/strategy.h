@@ -1,7 +1,7 @@
 #pragma once
 // A weight-sync strategy turns a resharding problem into a TransferPlan; it
-// never moves bytes itself. Strategies are listed explicitly in
-// strategy_registry.cc (no self-registration).
+// never moves bytes itself. Strategies are listed explicitly, as
+// descriptors, in strategy_registry.cc (no self-registration).
 
 #include <cstdint>
 #include <memory>
@@ -15,15 +15,22 @@
 #include "engine/plan/transfer_plan.h"
 #include "workloads/cluster.h"
 #include "workloads/layout.h"
+#include "workloads/model.h"
 
 namespace tide::sync {
 
 struct StrategyOptions {
-  uint64_t bucketBytes = kGiB;     // pipeline / broadcast unit (in training dtype bytes)
-  int channels = 0;                // broadcast rings; 0 = NICs per node
-  uint64_t chunkBytes = kMiB;      // pipelining chunk of a broadcast hop (NCCL-like slices)
-  bool roundRobin = false;         // p2p: the naive source choice, for comparison
-  bool hostStaging = true;         // p2p: staging replica in pinned host memory
+  uint64_t bucketBytes = kGiB;  // pipeline / broadcast unit (in training dtype bytes)
+  int channels = 0;             // broadcast rings; 0 = NICs per node
+  uint64_t chunkBytes = kMiB;   // pipelining chunk of a broadcast hop (NCCL-like slices)
+  bool roundRobin = false;      // p2p: the naive source choice, for comparison
+  bool hostStaging = true;      // p2p: staging replica in pinned host memory
+  // Of an update modelled at scale (plans by steps, strategy_registry.h):
+  bool fp8Wire = true;        // FP8 (block scales) on the wire, else the training dtype
+  bool firstUpdate = false;   // include the one-time memory registration
+  uint64_t pageBytes = 4096;  // registration page
+  bool pipelined = false;     // overlap buckets (a static schedule) instead of one at a time
+  int maxStepBuckets = 64;    // buckets per pipeline stage kept distinct; more are merged
 };
 
 struct SyncProblem {
@@ -33,6 +40,9 @@ struct SyncProblem {
   const workloads::TrainLayout* train = nullptr;  // the layouts base was built from
   const workloads::InferLayout* infer = nullptr;
   StrategyOptions options;
+  // The model the layouts shard: strategies that plan by steps count its
+  // tensors' kinds, layers and experts.
+  const workloads::ModelSpec* model = nullptr;
 };
 
 class Strategy {
@@ -43,8 +53,5 @@ class Strategy {
   // Emits a validated plan, or fails with the reason.
   [[nodiscard]] virtual Result<plan::TransferPlan> makePlan(const SyncProblem& problem) const = 0;
 };
-
-std::vector<std::string> strategyNames();
-Result<std::unique_ptr<Strategy>> createStrategy(std::string_view name);
 
 }  // namespace tide::sync

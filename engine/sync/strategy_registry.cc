@@ -1,24 +1,122 @@
-// The list of strategies; add new ones here.
+// The list of strategies; add new ones here (docs/adding-a-strategy.md).
 
-#include <string>
+#include "engine/sync/strategy_registry.h"
 
 #include "engine/sync/broadcast_strategy.h"
+#include "engine/sync/miles/miles_strategies.h"
+#include "engine/sync/p2p_rr_strategy.h"
 #include "engine/sync/p2p_strategy.h"
-#include "engine/sync/strategy.h"
 
 namespace tide::sync {
 
-std::vector<std::string> strategyNames() {
-  return {"broadcast", "p2p"};
+namespace {
+
+template <class S>
+std::unique_ptr<Strategy> make() {
+  return std::make_unique<S>();
+}
+
+// Sized: deliveries over another plan point into the table itself.
+constexpr StrategyDescriptor kTable[7] = {
+    {
+        .name = "broadcast",
+        .summary = "gather to each pipeline stage head, chain-broadcast buckets to every "
+                   "inference rank",
+        .make = make<BroadcastStrategy>,
+        .relaysThroughTargets = true,
+    },
+    {
+        .name = "p2p",
+        .summary = "one-sided writes of exactly the needed regions, sources balanced over the "
+                   "training ranks, from a staging replica registered once",
+        .make = make<P2pStrategy>,
+        .sparseDeltas = true,
+    },
+    {
+        .name = "p2p-rr",
+        .summary = "p2p's one-sided writes with round-robin sources instead of balanced ones "
+                   "(the baseline the balanced assignment is measured against)",
+        .make = make<P2pRoundRobinStrategy>,
+    },
+    {
+        .name = "disk-delta",
+        .summary = "p2p's plan delivered as delta files on a shared file system",
+        .delivery = Delivery::kDiskDelta,
+        .planner = &kTable[1],
+    },
+    {
+        .name = "store",
+        .summary = "p2p's plan delivered through snapshots in the ranks' store segments",
+        .delivery = Delivery::kStore,
+        .planner = &kTable[1],
+    },
+    {
+        .name = "miles-broadcast",
+        .summary = "Miles' broadcast path: stage heads gather, convert and NCCL-broadcast each "
+                   "bucket to every engine rank, one engine call at a time",
+        .models = "Miles + SGLang (the published runs)",
+        .profile = "miles",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<miles::MilesBroadcastStrategy>,
+    },
+    {
+        .name = "miles-p2p",
+        .summary = "Miles' p2p path: every rank gathers and converts, loads a CPU replica per "
+                   "engine rank and RDMA-writes its targets (Mooncake transfer engine)",
+        .models = "Miles + SGLang + Mooncake (the published runs)",
+        .profile = "miles",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<miles::MilesP2pStrategy>,
+    },
+};
+
+}  // namespace
+
+const char* deliveryName(Delivery d) {
+  switch (d) {
+    case Delivery::kWire:
+      return "wire";
+    case Delivery::kDiskDelta:
+      return "disk-delta";
+    case Delivery::kStore:
+      return "store";
+    case Delivery::kModel:
+      return "model";
+  }
+  return "?";
+}
+
+Result<std::unique_ptr<Strategy>> StrategyDescriptor::planBuilder() const {
+  const StrategyDescriptor* d = this;
+  while (d->planner) d = d->planner;
+  if (!d->make)
+    return TIDE_ERROR(Code::kInternal, "strategy '" + std::string(name) + "' has no plan builder");
+  return d->make();
+}
+
+std::span<const StrategyDescriptor> strategyTable() {
+  return kTable;
+}
+
+std::string strategyNames(bool (*pred)(const StrategyDescriptor&)) {
+  std::string out;
+  for (const auto& d : kTable)
+    if (!pred || pred(d)) out += (out.empty() ? "" : ", ") + std::string(d.name);
+  return out;
+}
+
+Result<const StrategyDescriptor*> findStrategy(std::string_view name) {
+  for (const auto& d : kTable)
+    if (d.name == name) return &d;
+  return TIDE_ERROR(Code::kInvalidArgument, "unknown strategy '" + std::string(name) +
+                                                "' (known: " + strategyNames() + ")");
 }
 
 Result<std::unique_ptr<Strategy>> createStrategy(std::string_view name) {
-  if (name == "broadcast") return std::unique_ptr<Strategy>(new BroadcastStrategy());
-  if (name == "p2p") return std::unique_ptr<Strategy>(new P2pStrategy());
-  std::string known;
-  for (const auto& n : strategyNames()) known += (known.empty() ? "" : ", ") + n;
-  return TIDE_ERROR(Code::kInvalidArgument,
-                    "unknown strategy '" + std::string(name) + "' (known: " + known + ")");
+  TIDE_ASSIGN_OR_RETURN(const StrategyDescriptor* d, findStrategy(name));
+  return d->planBuilder();
 }
 
 }  // namespace tide::sync

@@ -8,7 +8,7 @@
 #include "engine/plan/lower_bound.h"
 #include "engine/plan/reshard.h"
 #include "engine/sync/p2p_assignment.h"
-#include "engine/sync/strategy.h"
+#include "engine/sync/strategy_registry.h"
 #include "workloads/model.h"
 
 namespace {

@@ -36,6 +36,15 @@ struct SetOptions {
   std::string partDir;  // where parts write their files
 };
 
+// The simulated Kimi-K2 rows: the part "sim_kimi_<design>" simulates the
+// strategy that models the published run of that design.
+struct SimulatedRow {
+  const char* design;
+  const char* strategy;
+};
+inline constexpr SimulatedRow kKimiSimRows[] = {{"broadcast", "miles-broadcast"},
+                                                {"p2p", "miles-p2p"}};
+
 // The reproduction set, in run order.
 std::vector<Part> reproductionSet(const SetOptions& o);
 

@@ -61,8 +61,9 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
   const std::string buildDir = dirOf(T);
   const bool q = o.quick;
 
-  for (const char* s : {"broadcast", "p2p"}) {
-    std::string n = std::string("sim_kimi_") + s;
+  for (const auto& row : kKimiSimRows) {
+    std::string n = std::string("sim_kimi_") + row.design;
+    const char* s = row.strategy;
     parts.push_back({n,
                      std::string("Kimi-K2 weight update, simulated: ") + s,
                      {T, "sim", "--scenario", scenario, "--strategy", s, "--json", d + n + ".json",
@@ -71,7 +72,7 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
                      600,
                      "",
                      {{"result", d + n + ".json"}},
-                     {{s, d + n + "_events.h5"}}});
+                     {{row.design, d + n + "_events.h5"}}});
   }
   parts.push_back({"sim_sweep",
                    "Kimi-K2 p2p/broadcast ratio, swept over inference EP, nodes, NIC",

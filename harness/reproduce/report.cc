@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/reproduce/part.h"
 #include "traces/results_file.h"
 
 namespace tide::harness::reproduce {
@@ -89,8 +90,9 @@ std::string fmtValue(double v) {
 std::vector<Figure> collectFigures(const ReportInput& in) {
   std::vector<Figure> f;
   const char* kSim = "Kimi-K2 weight update, simulated (scenarios/kimi-k2-miles.toml)";
-  for (const char* s : {"broadcast", "p2p"}) {
-    std::string part = std::string("sim_kimi_") + s;
+  for (const auto& row : reproduce::kKimiSimRows) {
+    const char* s = row.strategy;
+    std::string part = std::string("sim_kimi_") + row.design;
     nlohmann::json j = docOf(in, part);
     double secs = 0, lb = 0;
     if (!num(j, "/results/0/seconds", &secs)) continue;
@@ -117,8 +119,8 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
       double pb = 0, pp = 0;
       for (const auto& pub : in.published) {
         if (!pub.primary()) continue;
-        if (pub.strategy == "broadcast") pb = pub.seconds;
-        if (pub.strategy == "p2p") pp = pub.seconds;
+        if (pub.strategy == reproduce::kKimiSimRows[0].strategy) pb = pub.seconds;
+        if (pub.strategy == reproduce::kKimiSimRows[1].strategy) pp = pub.seconds;
       }
       f.push_back({kSim, "speed-up broadcast/p2p", "x", b / p, pp > 0 ? "published" : "",
                    pp > 0 ? pb / pp : 0, "sim_kimi_p2p"});

@@ -52,9 +52,9 @@ PYEOF
 # update and each span the scenario publishes.
 "$TIDE" reproduce --quick --source "$dir/src" --out "$dir/s" --only sim_kimi_p2p --no-plots \
   > "$dir/out" 2>&1 || { cat "$dir/out"; fail "sim_kimi_p2p part"; }
-for row in '| p2p time | [0-9.]* | s | published | 7.227 s' \
-           '| p2p transfer span | [0-9.]* | s | published (transfer span) | 6.290 s' \
-           '| p2p finalize span | [0-9.]* | s | published (finalize span) | 0.88 s'; do
+for row in '| miles-p2p time | [0-9.]* | s | published | 7.227 s' \
+           '| miles-p2p transfer span | [0-9.]* | s | published (transfer span) | 6.290 s' \
+           '| miles-p2p finalize span | [0-9.]* | s | published (finalize span) | 0.88 s'; do
   grep -q -- "$row" "$dir/s/REPORT.md" || { cat "$dir/s/REPORT.md"; fail "no row: $row"; }
 done
 

@@ -54,7 +54,7 @@ TEST(CostProfile, MilesKeepsThePublishedRunsConstants) {
   const CostConstant* requant = p->find("mla_requant");
   ASSERT_NE(requant, nullptr);
   EXPECT_EQ(requant->label, ConstantLabel::kFittedOn) << "it comes from Kimi-K2's own figure";
-  EXPECT_EQ(requant->rows, std::vector<std::string>{"kimi-k2-miles/p2p/finalize"});
+  EXPECT_EQ(requant->rows, std::vector<std::string>{"kimi-k2-miles/miles-p2p/finalize"});
 }
 
 TEST(CostProfile, BadConstantsAreOneClearError) {

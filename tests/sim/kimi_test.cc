@@ -27,6 +27,7 @@
 #include "sim/simulator.h"
 #include "tests/sanitizers.h"
 #include "tests/sim/accuracy_budget.h"
+#include "tests/sim/small_scenario.h"
 
 #ifndef TIDE_SOURCE_DIR
 #define TIDE_SOURCE_DIR "."
@@ -46,15 +47,15 @@ Scenario kimi() {
 }
 
 TEST(KimiK2, BroadcastWithin15PercentOfTheRfcAnd30OfTheTable) {
-  auto b = simulate(kimi(), "broadcast");
+  auto b = simulate(kimi(), "miles-broadcast");
   ASSERT_TRUE(b.isOk()) << b.status().toString();
   EXPECT_NEAR(b->seconds, kBroadcastRfc, 0.15 * kBroadcastRfc);
   EXPECT_NEAR(b->seconds, kBroadcast, 0.30 * kBroadcast);
 }
 
 TEST(KimiK2, P2pBeatsBroadcastAndRespectsItsLowerBound) {
-  auto b = simulate(kimi(), "broadcast");
-  auto p = simulate(kimi(), "p2p");
+  auto b = simulate(kimi(), "miles-broadcast");
+  auto p = simulate(kimi(), "miles-p2p");
   ASSERT_TRUE(b.isOk() && p.isOk());
   printStrategyResult(*p, kimi());
   EXPECT_LT(p->seconds, b->seconds);
@@ -65,7 +66,7 @@ TEST(KimiK2, EachSimulationUnderTenSeconds) {
   if (tide::testing::kAnySanitizer)
     GTEST_SKIP() << "skipped: a sanitizer build simulates several times slower (asan measured "
                     "26 s); the default build checks the 10 s bound";
-  for (const char* strategy : {"broadcast", "p2p"}) {
+  for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto r = simulate(kimi(), strategy);
     ASSERT_TRUE(r.isOk()) << r.status().toString();
     EXPECT_LT(r->wallSeconds, 10.0) << strategy;
@@ -79,11 +80,11 @@ TEST(KimiK2, EachSimulationUnderTenSeconds) {
 // and the closing rounds there; the transfer span is a budgeted row.
 TEST(KimiK2, P2pFinalizeSpanAgreesByConstruction) {
   Scenario sc = kimi();
-  auto p = simulate(sc, "p2p");
+  auto p = simulate(sc, "miles-p2p");
   ASSERT_TRUE(p.isOk());
   int spans = 0;
   for (const auto& pub : sc.published) {
-    if (pub.strategy != "p2p" || pub.span.empty()) continue;
+    if (pub.strategy != "miles-p2p" || pub.span.empty()) continue;
     ++spans;
     double sim = p->spanSeconds(pub.span);
     std::printf("p2p %-8s simulated %.3f s, published %.3f s, error %+.1f %%\n", pub.span.c_str(),
@@ -162,8 +163,8 @@ TEST(Accuracy, EveryRowWithinItsTargetOrNoWorseThanItsBudget) {
 }
 
 TEST(Accuracy, KimiRatioWithinItsTargetOrNoWorseThanItsBudget) {
-  auto b = simulate(kimi(), "broadcast");
-  auto p = simulate(kimi(), "p2p");
+  auto b = simulate(kimi(), "miles-broadcast");
+  auto p = simulate(kimi(), "miles-p2p");
   ASSERT_TRUE(b.isOk() && p.isOk());
   std::string note;
   EXPECT_EQ(testing::judgeRatio(budgets(), b->seconds / p->seconds, &note), "");
@@ -173,7 +174,7 @@ TEST(Accuracy, KimiRatioWithinItsTargetOrNoWorseThanItsBudget) {
 // The judgement can fail: a row past its budget, a moved prediction, a row
 // past its target without a budget, a ratio past its budget.
 TEST(Accuracy, TheJudgementFailsWhenARowGetsWorse) {
-  testing::RowBudget b{"s", "p2p", "", 10.0, 0.15, 0.30};
+  testing::RowBudget b{"s", "miles-p2p", "", 10.0, 0.15, 0.30};
   EXPECT_EQ(testing::judgeRow(b, 10.0, 12.0, nullptr), "") << "within target";
   std::string note;
   EXPECT_EQ(testing::judgeRow(b, 10.0, 7.8, &note), "") << "within budget";
@@ -202,7 +203,7 @@ TEST(Published, FabricBroadcastMeanErrorWithin25PercentAndNoRowPast60) {
   int n = 0;
   double sum = 0;
   for (const Row& r : allRows()) {
-    if (r.strategy != "broadcast" || !r.span.empty() || r.headline || r.sharedNode) continue;
+    if (r.strategy != "miles-broadcast" || !r.span.empty() || r.headline || r.sharedNode) continue;
     EXPECT_LT(std::abs(r.error()), 0.60) << r.key();
     sum += std::abs(r.error());
     ++n;

@@ -48,11 +48,13 @@ TEST(Scenario, RejectsUnknownKeysWrongTypesAndInconsistentValues) {
   rejects("wire_dtype = \"bf16\"", "wire_dtype = \"fp8\"", "model serves bf16");
   rejects("zoo = \"qwen3-30b-a3b\"", "zoo = \"qwen3-30b-a3b\"\nlayers = 30",
           "cannot be set for a zoo model");
-  rejects("[strategy]", "[published]\nbrodcast = 3\n[strategy]", "'brodcast' is not a known key");
-  rejects("[strategy]", "[published]\nbroadcast_ = 3\n[strategy]",
-          "'broadcast_' is not a known key");
-  rejects("[strategy]", "[published]\nbroadcast_rfc = 0\n[strategy]", "must be seconds > 0");
-  rejects("[strategy]", "[strategy]\nnames = [\"p2p-x\"]", "unknown strategy 'p2p-x'");
+  rejects("[strategy]", "[published]\nbroadcast = 3\n[strategy]", "must be a table");
+  rejects("[strategy]", "[published.miles-broadcast]\nrfc = 0\n[strategy]", "must be seconds > 0");
+  rejects("[strategy]", "[published.miles-broadcast]\nrfc = \"x\"\n[strategy]",
+          "[published.miles-broadcast]");
+  rejects("bucket = \"1GB\"", "bucket = \"1GB\"\nbroadcast_bucket = \"4GiB\"",
+          "[strategy.<name>] bucket");
+  rejects("[strategy]", "[strategy]\nnames = []", "must be a list");
   rejects("[strategy]", "[strategy]\nfirst_update = \"yes\"", "must be true or false");
   rejects("gpus_per_node = 8", "gpus_per_node = 8\nnodes_per_leaf = -1", "must not be negative");
   rejects("layout = \"tp=4,pp=2,ep=8,dp=2\"", "", "'layout' is missing");
@@ -66,16 +68,17 @@ TEST(Scenario, RejectsUnknownKeysWrongTypesAndInconsistentValues) {
 }
 
 TEST(Scenario, PublishedFiguresCarryALabelBesideThePrimaryOne) {
-  Scenario sc = load(scenarioText(
-      "engines=2,tp=8,ep=8", 2, "[published]\nbroadcast = 5.0\nbroadcast_rfc = 4.0\np2p = 2.0\n"));
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2,
+                                  "[published.miles-broadcast]\nupdate = 5.0\nrfc = "
+                                  "4.0\n[published.miles-p2p]\nupdate = 2.0\n"));
   ASSERT_EQ(sc.published.size(), 3u);
   int primary = 0;
   for (const auto& p : sc.published) {
     if (p.label.empty()) {
       ++primary;
-      EXPECT_EQ(p.seconds, p.strategy == "broadcast" ? 5.0 : 2.0);
+      EXPECT_EQ(p.seconds, p.strategy == "miles-broadcast" ? 5.0 : 2.0);
     } else {
-      EXPECT_EQ(p.strategy, "broadcast");
+      EXPECT_EQ(p.strategy, "miles-broadcast");
       EXPECT_EQ(p.label, "rfc");
       EXPECT_EQ(p.seconds, 4.0);
     }
@@ -85,14 +88,14 @@ TEST(Scenario, PublishedFiguresCarryALabelBesideThePrimaryOne) {
 
 TEST(Scenario, PublishedSpanFiguresNameTheirSpanInTheUpdatesOrder) {
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2,
-                                  "[published]\np2p_finalize = 0.9\np2p = 7.0\n"
-                                  "p2p_transfer = 6.0\np2p_prepare = 0.1\n"));
+                                  "[published.miles-p2p]\nfinalize = 0.9\nupdate = 7.0\n"
+                                  "transfer = 6.0\nprepare = 0.1\n"));
   ASSERT_EQ(sc.published.size(), 4u);
   const char* order[] = {"", "prepare", "transfer", "finalize"};
   const double seconds[] = {7.0, 0.1, 6.0, 0.9};
   for (size_t i = 0; i < 4; ++i) {
     const auto& p = sc.published[i];
-    EXPECT_EQ(p.strategy, "p2p");
+    EXPECT_EQ(p.strategy, "miles-p2p");
     EXPECT_TRUE(p.label.empty());
     EXPECT_EQ(p.span, order[i]);
     EXPECT_EQ(p.primary(), i == 0);
@@ -103,19 +106,25 @@ TEST(Scenario, PublishedSpanFiguresNameTheirSpanInTheUpdatesOrder) {
 
 TEST(Scenario, EachStrategysRunMayHaveItsOwnBucketAndTheLockPollsByDefault) {
   Scenario one = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  EXPECT_EQ(one.strategy.bucketFor("broadcast"), 1000000000u);
-  EXPECT_EQ(one.strategy.bucketFor("p2p"), 1000000000u);
+  EXPECT_EQ(one.strategy.bucketFor("miles-broadcast"), 1000000000u);
+  EXPECT_EQ(one.strategy.bucketFor("miles-p2p"), 1000000000u);
   EXPECT_DOUBLE_EQ(one.calib.lockPollSeconds, 0.1);  // the framework's time.sleep(0.1)
-  Scenario own = load(
-      scenarioText("engines=2,tp=8,ep=8", 2, "broadcast_bucket = \"4GiB\"\nlock_poll_ms = 0\n"));
-  EXPECT_EQ(own.strategy.bucketFor("broadcast"), 4ull << 30);
-  EXPECT_EQ(own.strategy.bucketFor("p2p"), 1000000000u);
+  Scenario own =
+      load(scenarioText("engines=2,tp=8,ep=8", 2,
+                        "lock_poll_ms = 0\n[strategy.miles-broadcast]\nbucket = \"4GiB\"\n"));
+  EXPECT_EQ(own.strategy.bucketFor("miles-broadcast"), 4ull << 30);
+  EXPECT_EQ(own.strategy.bucketFor("miles-p2p"), 1000000000u);
   EXPECT_DOUBLE_EQ(own.calib.lockPollSeconds, 0.0);
   auto neg = parseScenario(scenarioText("engines=2,tp=8,ep=8", 2, "lock_poll_ms = -1\n"), "t");
   ASSERT_FALSE(neg.isOk());
   EXPECT_NE(neg.status().message().find("lock_poll_ms"), std::string::npos);
-  auto zero = parseScenario(scenarioText("engines=2,tp=8,ep=8", 2, "p2p_bucket = 0\n"), "t");
+  auto zero = parseScenario(
+      scenarioText("engines=2,tp=8,ep=8", 2, "[strategy.miles-p2p]\nbucket = 0\n"), "t");
   EXPECT_FALSE(zero.isOk());
+  auto unknown = parseScenario(
+      scenarioText("engines=2,tp=8,ep=8", 2, "[strategy.miles-p2p]\nbuckett = 1\n"), "t");
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_NE(unknown.status().message().find("'buckett' is not a known key"), std::string::npos);
 }
 
 TEST(Scenario, WireDtypeDefaultsToWhatTheModelServes) {
@@ -144,10 +153,24 @@ TEST(Scenario, RejectsBadInput) {
   EXPECT_FALSE(parseScenario("[[[", "t").isOk());
   // More inference GPUs than the given nodes hold.
   says(scenarioText("engines=4,tp=8,ep=8", 2), "fill 4 node(s)");
-  // Unknown strategy.
+  // Unknown strategies: the file parses (sim/ does not know the table), the
+  // caller's check names them.
   std::string s = scenarioText("engines=2,tp=8,ep=8", 2);
   s.replace(s.find("bucket"), 0, "names = [\"smoke\"]\n");
-  EXPECT_FALSE(parseScenario(s, "t").isOk());
+  auto named = parseScenario(s, "t");
+  ASSERT_TRUE(named.isOk()) << named.status().toString();
+  auto check = harness::checkScenarioStrategies(*named);
+  ASSERT_FALSE(check.isOk());
+  EXPECT_NE(check.message().find("unknown strategy 'smoke'"), std::string::npos) << check.message();
+  EXPECT_NE(check.message().find("miles-p2p"), std::string::npos) << check.message();
+  Scenario published =
+      load(scenarioText("engines=2,tp=8,ep=8", 2, "[published.broadcst]\nupdate = 1\n"));
+  EXPECT_FALSE(harness::checkScenarioStrategies(published).isOk());
+  // A delivery the simulator does not model is refused with the reason.
+  named->strategy.names = {"store"};
+  check = harness::checkScenarioStrategies(*named);
+  ASSERT_FALSE(check.isOk());
+  EXPECT_NE(check.message().find("does not model"), std::string::npos) << check.message();
   // Missing NIC figure.
   std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
   t.replace(t.find("nic = "), std::string("nic = \"47.5GB/s\"").size(), "");

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "harness/sim/scenario_plans.h"
 #include "sim/scenario.h"
 
 namespace tide::sim {
@@ -42,6 +43,11 @@ inline Scenario load(const std::string& text) {
   auto s = parseScenario(text, "test");
   if (!s.isOk()) ADD_FAILURE() << s.status().toString();
   return std::move(s).value();
+}
+
+// Plans and simulates one strategy of a scenario, as `tide sim` does.
+inline Result<StrategyResult> simulate(const Scenario& sc, std::string_view strategy) {
+  return harness::simulateStrategy(sc, strategy);
 }
 
 }  // namespace tide::sim

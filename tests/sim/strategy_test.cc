@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/loader_scan.h"
-#include "sim/model_shares.h"
+#include "engine/sync/miles/loader_scan.h"
+#include "engine/sync/miles/model_shares.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "tests/sim/small_scenario.h"
@@ -16,10 +16,18 @@
 namespace tide::sim {
 namespace {
 
-// The shares the simulator computes for a scenario (both strategies' runs
+using sync::miles::computeShares;
+using sync::miles::kStackedEntries;
+using sync::miles::loaderScanSteps;
+using sync::miles::mapperScanSteps;
+using sync::miles::ModelShares;
+using sync::miles::StageBytes;
+
+// The shares the Miles models count for a scenario (both strategies' runs
 // cut the same buckets in these tests).
 ModelShares sharesOf(const Scenario& sc) {
-  return scenarioShares(sc, "broadcast");
+  return computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire,
+                       static_cast<double>(sc.strategy.bucketFor("miles-broadcast")));
 }
 
 // The stage of that name in a result; an empty one (no time) when absent.
@@ -32,11 +40,12 @@ StageStats stageNamed(const StrategyResult& r, const std::string& name) {
 
 TEST(Strategy, BroadcastSendsWholeModelToEveryRankP2pOnlyTheShare) {
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  auto b = simulate(sc, "broadcast");
-  auto p = simulate(sc, "p2p");
+  auto b = simulate(sc, "miles-broadcast");
+  auto p = simulate(sc, "miles-p2p");
   ASSERT_TRUE(b.isOk()) << b.status().toString();
   ASSERT_TRUE(p.isOk()) << p.status().toString();
-  EXPECT_DOUBLE_EQ(b->bytesPerInferRank, b->wireBytes);
+  // Every bucket's broadcast reaches every rank: the bytes add up to the model.
+  EXPECT_NEAR(b->bytesPerInferRank, b->wireBytes, 1e-9 * b->wireBytes);
   EXPECT_LT(p->bytesPerInferRank, b->wireBytes / 4);
   // 30B params in BF16 is ~61 GB on the wire.
   EXPECT_NEAR(b->wireBytes / 1e9, 61.0, 3.0);
@@ -52,8 +61,8 @@ TEST(Strategy, BroadcastTimeTracksTheHeadNicP2pDoesNot) {
   Scenario slow = load(scenarioText("engines=2,tp=8,ep=8", 2));
   slow.cluster.nicBps /= 4;
   Scenario fast = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  double bFast = simulate(fast, "broadcast")->seconds;
-  double bSlow = simulate(slow, "broadcast")->seconds;
+  double bFast = simulate(fast, "miles-broadcast")->seconds;
+  double bSlow = simulate(slow, "miles-broadcast")->seconds;
   EXPECT_GT(bSlow, 1.8 * bFast);
 }
 
@@ -61,7 +70,7 @@ TEST(Strategy, EngineLockSerializesStagesInBroadcast) {
   // With the per-call overhead dominant, time ~ buckets x call.
   Scenario sc =
       load(scenarioText("engines=2,tp=8,ep=8", 2, "[calibration]\nengine_call_ms = 500\n"));
-  auto b = simulate(sc, "broadcast");
+  auto b = simulate(sc, "miles-broadcast");
   ASSERT_TRUE(b.isOk());
   double buckets = 0;
   ModelShares sh = sharesOf(sc);
@@ -77,7 +86,7 @@ TEST(Strategy, StagesPollingTheEngineLockLeaveItFreeBetweenBuckets) {
   auto run = [](const char* poll) {
     auto r = simulate(
         load(scenarioText("engines=2,tp=8,ep=8", 2, std::string("lock_poll_ms = ") + poll + "\n")),
-        "broadcast");
+        "miles-broadcast");
     EXPECT_TRUE(r.isOk());
     return std::move(r).value();
   };
@@ -95,8 +104,8 @@ TEST(Strategy, StagesPollingTheEngineLockLeaveItFreeBetweenBuckets) {
 TEST(Strategy, RegistrationOnlyOnFirstUpdate) {
   Scenario steady = load(scenarioText("engines=2,tp=8,ep=8", 2));
   Scenario first = load(scenarioText("engines=2,tp=8,ep=8", 2, "first_update = true\n"));
-  auto a = simulate(steady, "p2p");
-  auto b = simulate(first, "p2p");
+  auto a = simulate(steady, "miles-p2p");
+  auto b = simulate(first, "miles-p2p");
   ASSERT_TRUE(a.isOk() && b.isOk());
   EXPECT_EQ(a->registrationSeconds, 0);
   // Each sender registers a whole engine rank's replica (4 KiB pages) before
@@ -113,8 +122,8 @@ TEST(Strategy, P2pPaysHostTimeForEveryGatheredTensor) {
   // wire the conversion is a rename and a split (2 ops), no quantization.
   Scenario none = load(scenarioText("engines=2,tp=8,ep=8", 2, "[calibration]\nhost_op_us = 0\n"));
   Scenario dflt = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  auto a = simulate(none, "p2p");
-  auto b = simulate(dflt, "p2p");
+  auto a = simulate(none, "miles-p2p");
+  auto b = simulate(dflt, "miles-p2p");
   ASSERT_TRUE(a.isOk() && b.isOk());
   ModelShares sh = sharesOf(dflt);
   double fewest = 1e18;
@@ -135,7 +144,7 @@ TEST(Strategy, OnlyAnFp8UpdateQuantizes) {
   fp8.model.fp8Block = 128;
   fp8.strategy.fp8Wire = true;
   ASSERT_TRUE(validateScenario(fp8).isOk());
-  for (const char* strategy : {"broadcast", "p2p"}) {
+  for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto b = simulate(bf16, strategy);
     auto f = simulate(fp8, strategy);
     ASSERT_TRUE(b.isOk() && f.isOk());
@@ -194,7 +203,7 @@ TEST(Strategy, PostProcessingRequantizesTheMlaLayersOfAnFp8Model) {
   mlaFp8.model.fp8Block = 128;
   mlaFp8.strategy.fp8Wire = true;
   for (const Scenario* sc : {&gqa, &mla, &mlaFp8}) ASSERT_TRUE(validateScenario(*sc).isOk());
-  for (const char* strategy : {"broadcast", "p2p"}) {
+  for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto a = simulate(gqa, strategy);
     auto b = simulate(mla, strategy);
     auto c = simulate(mlaFp8, strategy);
@@ -223,7 +232,7 @@ TEST(Strategy, P2pConversionOverlapsTheGathers) {
   std::string text = scenarioText("engines=2,tp=8,ep=8", 2);
   text.replace(text.find("370GB/s"), 7, "5GB/s");
   Scenario slow = load(text);
-  auto r = simulate(slow, "p2p");
+  auto r = simulate(slow, "miles-p2p");
   ASSERT_TRUE(r.isOk());
   const StageStats& conv = stageNamed(*r, "convert_host");
   const StageStats& gather = stageNamed(*r, "allgather");
@@ -248,7 +257,7 @@ TEST(Strategy, QuantizationIsOnePassOverTheGpusMemory) {
   fast.cluster.hbmBps *= 2;
   Scenario none = fp8;
   none.cluster.hbmBps = 0;
-  for (const char* strategy : {"broadcast", "p2p"}) {
+  for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto r = simulate(fp8, strategy);
     auto f = simulate(fast, strategy);
     auto n = simulate(none, strategy);
@@ -256,7 +265,7 @@ TEST(Strategy, QuantizationIsOnePassOverTheGpusMemory) {
     const StageStats& q = stageNamed(*r, "quantize");
     EXPECT_GT(q.bytes, 0.0) << strategy;
     EXPECT_NEAR(q.bytes, stageNamed(*f, "quantize").bytes, 1e-6 * q.bytes) << strategy;
-    if (std::string(strategy) == "broadcast") {
+    if (std::string(strategy) == "miles-broadcast") {
       // Only each stage's head quantizes, the whole stage once.
       // Embeddings, norms, the router and the head stay BF16.
       ModelShares sh = sharesOf(fp8);
@@ -301,7 +310,7 @@ StepCost stepCost(const std::string& strategy) {
 TEST(Strategy, EngineLoadersMatchEveryNameAgainstTheExpertMapping) {
   // Broadcast: every engine runs its loader over the whole bucket, and the
   // name matching walks an expert mapping that grows with the expert count.
-  StepCost c = stepCost("broadcast");
+  StepCost c = stepCost("miles-broadcast");
   double steps = 0;
   for (const auto& s : c.shares.stages) steps += s.scanSteps;
   // 128 experts: an expert tensor walks 3j + shard + 1 entries after the
@@ -314,7 +323,7 @@ TEST(Strategy, EngineLoadersMatchEveryNameAgainstTheExpertMapping) {
 TEST(Strategy, P2pSourcesMapEveryNameOncePerBucket) {
   // 8 sources per stage, each serving 2 targets of one engine rank: each
   // source maps every gathered tensor once and loads its replica once.
-  StepCost c = stepCost("p2p");
+  StepCost c = stepCost("miles-p2p");
   double steps = 0, mapSteps = 0;
   for (const auto& s : c.shares.stages) {
     steps = std::max(steps, s.scanSteps + s.mapSteps);
@@ -331,7 +340,7 @@ TEST(Strategy, P2pSourcesMapEveryNameOncePerBucket) {
   // the mapping's busy time is its steps, and part of it is on the
   // critical path.
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  auto r = simulate(sc, "p2p");
+  auto r = simulate(sc, "miles-p2p");
   ASSERT_TRUE(r.isOk());
   const StageStats& m = stageNamed(*r, "name_map");
   EXPECT_NEAR(m.busy, mapSteps * c.stepSeconds, 0.05 * mapSteps * c.stepSeconds);
@@ -355,13 +364,13 @@ TEST(Strategy, GatheredBucketsAreCopiedOutOnTheDevice) {
     double copied = 2 * (s.trainExpert + 2 * (s.train - s.trainExpert));
     longest = std::max(longest, copied / with.cluster.hbmBps);
   }
-  for (const char* strategy : {"broadcast", "p2p"}) {
+  for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto a = simulate(without, strategy);
     auto b = simulate(with, strategy);
     ASSERT_TRUE(a.isOk() && b.isOk());
     EXPECT_EQ(stageNamed(*a, "gather_copy").busy, 0.0) << strategy;
     EXPECT_GT(stageNamed(*b, "gather_copy").busy, longest) << strategy;
-    if (std::string(strategy) == "p2p") {
+    if (std::string(strategy) == "miles-p2p") {
       // Every source copies before it converts: on the chain of the longest
       // stage, less what the background writes of earlier layers hide.
       EXPECT_GT(b->seconds - a->seconds, 0.5 * longest);
@@ -393,7 +402,7 @@ TEST(Strategy, ControlRoundsAroundTheUpdate) {
   // Pause, cache flush and session open before; session close and continue
   // after; p2p bumps the weight version in one more round. All on the chain.
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  for (auto [strategy, rounds] : {std::pair{"broadcast", 5}, std::pair{"p2p", 6}}) {
+  for (auto [strategy, rounds] : {std::pair{"miles-broadcast", 5}, std::pair{"miles-p2p", 6}}) {
     auto r = simulate(sc, strategy);
     ASSERT_TRUE(r.isOk());
     StageStats st = stageNamed(*r, "pause_resume");
@@ -417,7 +426,7 @@ TEST(Strategy, UpdateSplitsIntoPrepareTransferAndFinalizeSpans) {
   mla.strategy.fp8Wire = true;
   ASSERT_TRUE(validateScenario(mla).isOk());
   const double call = sc.calib.engineCallSeconds;
-  for (auto [strategy, closing] : {std::pair{"broadcast", 2}, std::pair{"p2p", 3}}) {
+  for (auto [strategy, closing] : {std::pair{"miles-broadcast", 2}, std::pair{"miles-p2p", 3}}) {
     for (const Scenario* s : {&sc, &mla}) {
       auto r = simulate(*s, strategy);
       ASSERT_TRUE(r.isOk());
@@ -433,8 +442,8 @@ TEST(Strategy, UpdateSplitsIntoPrepareTransferAndFinalizeSpans) {
       EXPECT_EQ(r->spanSeconds("finalize"), r->finalizeSeconds);
     }
   }
-  auto a = simulate(sc, "p2p");
-  auto b = simulate(first, "p2p");
+  auto a = simulate(sc, "miles-p2p");
+  auto b = simulate(first, "miles-p2p");
   ASSERT_TRUE(a.isOk() && b.isOk());
   EXPECT_GT(b->registrationSeconds, 0);
   EXPECT_NEAR(b->prepareSeconds - a->prepareSeconds, b->registrationSeconds, 1e-6);
@@ -445,7 +454,7 @@ TEST(Strategy, CriticalPathAddsUpToTheUpdate) {
   // The per-stage critical-path shares partition the update time; in
   // broadcast the engines' one-request-at-a-time chain carries most of it.
   Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
-  for (const char* strategy : {"broadcast", "p2p"}) {
+  for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto r = simulate(sc, strategy);
     ASSERT_TRUE(r.isOk());
     double sum = 0, engines = 0;
@@ -460,7 +469,7 @@ TEST(Strategy, CriticalPathAddsUpToTheUpdate) {
       }
     }
     EXPECT_NEAR(sum, r->seconds, 1e-9 * r->seconds) << strategy;
-    if (std::string(strategy) == "broadcast") {
+    if (std::string(strategy) == "miles-broadcast") {
       EXPECT_GT(engines, 0.5 * r->seconds);
     }
   }

@@ -73,8 +73,8 @@ TEST(Placement, EnginesMayShareTheTrainingNodes) {
 
 TEST(Placement, SharedNodeBroadcastsOverNvlinkAndStillWritesThroughTheNics) {
   Scenario shared = load(placed(0)), own = load(placed(1));
-  auto bShared = simulate(shared, "broadcast"), bOwn = simulate(own, "broadcast");
-  auto pShared = simulate(shared, "p2p"), pOwn = simulate(own, "p2p");
+  auto bShared = simulate(shared, "miles-broadcast"), bOwn = simulate(own, "miles-broadcast");
+  auto pShared = simulate(shared, "miles-p2p"), pOwn = simulate(own, "miles-p2p");
   ASSERT_TRUE(bShared.isOk() && bOwn.isOk() && pShared.isOk() && pOwn.isOk());
   // NCCL's broadcast chain stays on NVLink inside the node: faster than
   // through the NICs.

@@ -107,7 +107,7 @@ TEST(PlanLowering, OneWriteRunsAtTheEmulatedNicRate) {
   auto p = chainPlan({0, 1}, {{0, 1}}, plan::MoveKind::kWrite);
   auto cluster = workloads::parseEmulated("emulated:nodes=2,gpus=1,nic=1GB/s");
   ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
-  auto r = simulatePlan(p, *cluster);
+  auto r = simulatePlan(p, *cluster, Calibration{});
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   // 2 MiB of TCP payload at 1448/1514 of 1 GB/s (Ethernet frames metered by
   // the shaper) plus one fabric latency.
@@ -122,13 +122,13 @@ TEST(PlanLowering, IntraNodeTcpRunsAtTheHostRate) {
   auto p = chainPlan({0, 0}, {{0, 1}}, plan::MoveKind::kWrite);
   auto cluster = workloads::parseEmulated("emulated:nodes=1,gpus=2,nic=1GB/s");
   ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
-  auto free = simulatePlan(p, *cluster);  // no host figure: not a limit
+  auto free = simulatePlan(p, *cluster, Calibration{});  // no host figure: not a limit
   ASSERT_TRUE(free.isOk()) << free.status().toString();
   EXPECT_LT(free->seconds, 1e-6);
-  auto host = simulatePlan(p, *cluster, 0, 0.5e9);
+  auto host = simulatePlan(p, *cluster, Calibration{}, {0, 0.5e9});
   ASSERT_TRUE(host.isOk()) << host.status().toString();
   EXPECT_NEAR(host->seconds, kTensor / 0.5e9, 1e-6);
-  EXPECT_FALSE(simulatePlan(p, *cluster, 0, -1).isOk());
+  EXPECT_FALSE(simulatePlan(p, *cluster, Calibration{}, {0, -1}).isOk());
 }
 
 TEST(PlanLowering, ChainHopsInsideANodePassThroughTheHostAndFillAChunkEach) {
@@ -137,7 +137,7 @@ TEST(PlanLowering, ChainHopsInsideANodePassThroughTheHostAndFillAChunkEach) {
   auto cluster = workloads::parseEmulated("emulated:nodes=2,gpus=3,nic=1GB/s");
   ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
   const double chunk = 256 * 1024, host = 0.1e9;
-  auto r = simulatePlan(p, *cluster, chunk, host);
+  auto r = simulatePlan(p, *cluster, Calibration{}, {chunk, host});
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   // The chain crosses the host link (charged once per flow, like any link a
   // chain re-crosses) and the node links: it runs at min(payload rate, host);
@@ -155,7 +155,7 @@ TEST(PlanLowering, ConcurrentChainsFillEachHopAtTheirShare) {
   const double chunk = 256 * 1024;
   for (int stages : {1, 2}) {
     auto p = chainPlan({0, 1, 2}, {{0, 1}, {1, 2}}, plan::MoveKind::kBroadcastHop, stages);
-    auto r = simulatePlan(p, *cluster, chunk);
+    auto r = simulatePlan(p, *cluster, Calibration{}, {chunk});
     ASSERT_TRUE(r.isOk()) << r.status().toString();
     EXPECT_NEAR(r->seconds, stages * (kTensor + chunk) / kPayload, 1e-4) << stages << " stages";
   }

@@ -3,7 +3,7 @@
 // two inference engines tp=2,ep=2 (bf16 unless asked), on a 4-node test cluster.
 
 #include "engine/plan/reshard.h"
-#include "engine/sync/strategy.h"
+#include "engine/sync/strategy_registry.h"
 #include "workloads/layout.h"
 #include "workloads/model.h"
 

@@ -61,7 +61,7 @@ bad() {  # expected-substring args...
 bad "needs --strategy p2p" --strategy broadcast --sparse
 bad "drop --poison" --strategy p2p --sparse --poison
 bad "base-every" --strategy disk-delta --base-every 0
-bad "is for --strategy p2p" --strategy disk-delta --sparse
+bad "--sparse needs --strategy p2p (got disk-delta)" --strategy disk-delta --sparse
 # A rank killed (SIGKILL) during a sparse run of launched processes: the run
 # fails within a bounded time with one error line, nothing hangs.
 for strategy in "p2p --sparse" "disk-delta"; do

@@ -103,7 +103,7 @@ bad() {  # expected-substring command...
 }
 bad "need as many distinct nodes" sync "${tiny[@]}" --store-replicas 9
 bad "store-fragment" sync "${tiny[@]}" --store-fragment 8
-bad "is for --strategy p2p" sync "${tiny[@]}" --sparse
+bad "--sparse needs --strategy p2p (got store)" sync "${tiny[@]}" --sparse
 bad "there are 8 store nodes" sync "${tiny[@]}" --store-lose-node 9
 bad "must be read or import" sync "${tiny[@]}" --store-lose-when later
 bad "must be inplace or shadow" sync "${tiny[@]}" --switch maybe

@@ -11,7 +11,7 @@
 #include "engine/core/clock.h"
 #include "engine/core/process_usage.h"
 #include "engine/plan/lower_bound.h"
-#include "engine/sync/strategy.h"
+#include "engine/sync/strategy_registry.h"
 #include "tests/sanitizers.h"
 #include "workloads/model.h"
 

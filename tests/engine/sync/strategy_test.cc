@@ -1,5 +1,3 @@
-#include "engine/sync/strategy.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,6 +6,7 @@
 
 #include "engine/plan/lower_bound.h"
 #include "engine/sync/p2p_strategy.h"
+#include "engine/sync/strategy_registry.h"
 #include "workloads/model.h"
 
 namespace tide::sync {
@@ -68,11 +67,28 @@ uint64_t inferShareBytes(const plan::TransferPlan& p, uint32_t rank) {
   return b;
 }
 
-TEST(Strategy, RegistryListsAndRejects) {
-  EXPECT_EQ(strategyNames(), (std::vector<std::string>{"broadcast", "p2p"}));
+TEST(Strategy, RegistryListsDescribesAndRejects) {
+  EXPECT_EQ(strategyNames(),
+            "broadcast, p2p, p2p-rr, disk-delta, store, miles-broadcast, miles-p2p");
   auto bad = createStrategy("carrier-pigeon");
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("broadcast, p2p"), std::string::npos);
+  // Every descriptor has a plan builder; a delivery over another plan
+  // builds its planner's; models of other systems are named after them and
+  // are simulated only.
+  for (const auto& d : strategyTable()) {
+    auto b = d.planBuilder();
+    ASSERT_TRUE(b.isOk()) << d.name;
+    EXPECT_EQ((*b)->name(), d.planner ? d.planner->name : d.name);
+    EXPECT_EQ(d.runsForReal(), d.models.empty()) << d.name;
+    EXPECT_EQ(d.name.rfind("miles-", 0) == 0, !d.models.empty()) << d.name;
+    EXPECT_EQ(d.input == PlanInput::kCounts, !d.profile.empty()) << d.name;
+  }
+  auto store = findStrategy("store");
+  ASSERT_TRUE(store.isOk());
+  EXPECT_EQ((*store)->delivery, Delivery::kStore);
+  EXPECT_FALSE((*store)->simulated());
+  EXPECT_EQ(std::string((*store)->planner->name), "p2p");
 }
 
 TEST(Strategy, P2pWritesExactlyEachShare) {
@@ -241,8 +257,8 @@ TEST(Strategy, P2pBalancedReachesTheBestBoundOnKimiShapes) {
     const double best = assignmentFreeBound(s);
     const double balanced = boundOf(s, false);
     const double rr = boundOf(s, true);
-    std::printf("%s nics=%d: best possible %.6f s, balanced %.6f s, round-robin %.6f s\n",
-                v.train, v.nics, best, balanced, rr);
+    std::printf("%s nics=%d: best possible %.6f s, balanced %.6f s, round-robin %.6f s\n", v.train,
+                v.nics, best, balanced, rr);
     EXPECT_LE(balanced, best * 1.01);
     EXPECT_LE(balanced, rr * (1 + 1e-12));
   }

@@ -1,8 +1,8 @@
-#include "sim/loader_scan.h"
+#include "engine/sync/miles/loader_scan.h"
 
 #include <string_view>
 
-namespace tide::sim {
+namespace tide::sync::miles {
 
 namespace {
 
@@ -43,4 +43,4 @@ double mapperScanSteps(const workloads::TensorSpec& t, int experts) {
   return 3.0 * experts + kStackedEntries;
 }
 
-}  // namespace tide::sim
+}  // namespace tide::sync::miles

@@ -6,11 +6,11 @@
 // expert-major, in gate, down, up order, tested by substring until the
 // tensor's entry. A tensor that is neither stacked nor an expert walks the
 // whole mapping. The number of entries tested is structure (it grows with
-// the expert count); each costs Calibration::pyStepSeconds.
+// the expert count); each costs the profile's py_step.
 
 #include "workloads/tensor.h"
 
-namespace tide::sim {
+namespace tide::sync::miles {
 
 // Entries of the stacked-parameter list tested before the expert mapping.
 inline constexpr double kStackedEntries = 5;
@@ -26,4 +26,4 @@ double loaderScanSteps(const workloads::TensorSpec& t, int experts);
 // know when that parameter is ready to be written.
 double mapperScanSteps(const workloads::TensorSpec& t, int experts);
 
-}  // namespace tide::sim
+}  // namespace tide::sync::miles

@@ -4,11 +4,11 @@
 // block) reads 2 B and writes 1 B per element, plus one FP32 scale per
 // block of `block` x `block` elements (0: scales not counted).
 
-namespace tide::sim {
+namespace tide::plan {
 
 inline double fp8PassBytes(double bf16Bytes, double block) {
   double scales = block > 0 ? bf16Bytes / 2 / (block * block) * 4 : 0;
   return bf16Bytes * 1.5 + scales;
 }
 
-}  // namespace tide::sim
+}  // namespace tide::plan

@@ -1,12 +1,12 @@
-#include "sim/model_shares.h"
+#include "engine/sync/miles/model_shares.h"
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "sim/loader_scan.h"
+#include "engine/sync/miles/loader_scan.h"
 
-namespace tide::sim {
+namespace tide::sync::miles {
 
 StageBytes& StageBytes::operator+=(const StageBytes& o) {
   train += o.train;
@@ -134,4 +134,4 @@ ModelShares computeShares(const workloads::ModelSpec& model, const workloads::Tr
   return out;
 }
 
-}  // namespace tide::sim
+}  // namespace tide::sync::miles

@@ -8,7 +8,7 @@
 #include "workloads/layout.h"
 #include "workloads/model.h"
 
-namespace tide::sim {
+namespace tide::sync::miles {
 
 struct StageBytes {
   double train = 0;        // whole stage, training dtype
@@ -53,4 +53,4 @@ struct ModelShares {
 ModelShares computeShares(const workloads::ModelSpec& model, const workloads::TrainLayout& train,
                           const workloads::InferLayout& infer, bool fp8Wire, double bucketBytes);
 
-}  // namespace tide::sim
+}  // namespace tide::sync::miles

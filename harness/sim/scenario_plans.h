@@ -1,0 +1,35 @@
+#pragma once
+// Scenario -> plan: the strategy table (engine/sync) meets the simulator
+// (sim/), which runs plans and never makes them. Every `tide sim`,
+// `sim sweep`, `sim rl` and `reproduce` prediction goes through here, so a
+// strategy in the table is simulated without touching sim/.
+
+#include <string_view>
+
+#include "engine/core/status.h"
+#include "engine/plan/transfer_plan.h"
+#include "engine/sync/strategy_registry.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+
+namespace tide::harness {
+
+// Every strategy the scenario names exists and can be simulated.
+[[nodiscard]] Status checkScenarioStrategies(const sim::Scenario& sc);
+// loadScenario, then checkScenarioStrategies.
+[[nodiscard]] Result<sim::Scenario> loadCheckedScenario(const std::string& path);
+
+// The plan the strategy makes for the scenario's model, layouts, placement
+// and [strategy] parameters.
+[[nodiscard]] Result<plan::TransferPlan> scenarioPlan(const sim::Scenario& sc,
+                                                      const sync::StrategyDescriptor& d);
+
+// The costs a plan's steps are priced with outside a scenario: its
+// strategy's cost profile (none needed for a plan without steps).
+[[nodiscard]] Result<sim::Calibration> planCosts(const plan::TransferPlan& p);
+
+// Plans and simulates one strategy of the scenario.
+[[nodiscard]] Result<sim::StrategyResult> simulateStrategy(const sim::Scenario& sc,
+                                                           std::string_view strategy);
+
+}  // namespace tide::harness
