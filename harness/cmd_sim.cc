@@ -98,7 +98,12 @@ void runSim(const SimOptions& o) {
   sim::printScenarioInputs(sc);
   std::vector<sim::StrategyResult> results;
   for (const auto& name : sc.strategy.names) {
-    sim::StrategyResult r = orThrow(simulateStrategy(sc, name));
+    auto progress = [&name](uint64_t done, uint64_t total, double simSeconds) {
+      std::fprintf(stderr, "  %s: %llu of %llu tasks done, %.3f s simulated\n", name.c_str(),
+                   static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+                   simSeconds);
+    };
+    sim::StrategyResult r = orThrow(simulateStrategy(sc, name, progress));
     sim::printStrategyResult(r, sc);
     out["results"].push_back(r.toJson());
     results.push_back(std::move(r));

@@ -36,7 +36,9 @@ void addSimSweepCommand(CLI::App& sim) {
       throw StatusError(
           TIDE_ERROR(Code::kInvalidArgument, "give at least one of --ep, --nodes, --nic-gbps"));
     }
-    auto pts = orThrow(sim::runSweep(sc, o->axes, simulateStrategy));
+    auto pts = orThrow(sim::runSweep(sc, o->axes, [](const sim::Scenario& s, std::string_view n) {
+      return simulateStrategy(s, n);
+    }));
     std::string csv = sim::sweepCsv(pts);
     std::fputs(csv.c_str(), stdout);
     if (!o->csv.empty()) {

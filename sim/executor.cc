@@ -33,8 +33,14 @@ struct Timer {
 
 class Runner {
  public:
-  Runner(WorkGraph& g, FlowSolver& s, PollResidual residual)
-      : g_(g), s_(s), residual_(std::move(residual)), locks_(g.locks().size()) {
+  Runner(WorkGraph& g, FlowSolver& s, PollResidual residual, Progress progress,
+         double progressSeconds)
+      : g_(g),
+        s_(s),
+        residual_(std::move(residual)),
+        locks_(g.locks().size()),
+        progress_(std::move(progress)),
+        progressSeconds_(progressSeconds) {
     starts_.assign(g.tasks().size(), 0.0);
     ends_.assign(g.tasks().size(), 0.0);
     enabler_.assign(g.tasks().size(), kNoTask);
@@ -48,7 +54,14 @@ class Runner {
     }
     s_.resolve(0.0);
     double now = 0;
+    double reported = 0;
+    uint64_t events = 0;
     while (true) {
+      // The clock is read once every few thousand events.
+      if (progress_ && (++events & 4095) == 0 && wall.seconds() - reported >= progressSeconds_) {
+        reported = wall.seconds();
+        progress_(done_, tasks.size(), now);
+      }
       double tt = timers_.empty() ? kInf : timers_.top().t;
       double tf = s_.nextCompletion();
       double t = std::min(tt, tf);
@@ -235,17 +248,20 @@ class Runner {
   std::priority_queue<Timer, std::vector<Timer>, std::greater<>> timers_;
   uint64_t seq_ = 0;
   uint64_t done_ = 0;
+  Progress progress_;
+  double progressSeconds_ = kProgressSeconds;
   ExecResult res_;
 };
 
 }  // namespace
 
-Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver, PollResidual residual) {
+Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver, PollResidual residual,
+                           Progress progress, double progressSeconds) {
   if (!residual) {
     auto rng = std::make_shared<std::mt19937_64>(kPollSeed);
     residual = [rng] { return std::uniform_real_distribution<double>(0.0, 1.0)(*rng); };
   }
-  return Runner(graph, solver, std::move(residual)).run();
+  return Runner(graph, solver, std::move(residual), std::move(progress), progressSeconds).run();
 }
 
 }  // namespace tide::sim

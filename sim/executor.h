@@ -56,9 +56,16 @@ struct ExecResult {
 // generator with a fixed seed: runs repeat exactly.
 using PollResidual = std::function<double()>;
 
+// Told, about every `progressSeconds` of wall time (checked every 4096
+// events), how many tasks of how many have finished and the simulated time
+// reached: a long run says it is alive. Short runs never call it.
+using Progress = std::function<void(uint64_t done, uint64_t total, double simSeconds)>;
+inline constexpr double kProgressSeconds = 10;
+
 // Fails when the graph cannot finish (a dependency cycle or a lock never
 // released) or a flow can never progress (a zero-capacity link).
 [[nodiscard]] Result<ExecResult> execute(WorkGraph& graph, FlowSolver& solver,
-                                         PollResidual residual = {});
+                                         PollResidual residual = {}, Progress progress = {},
+                                         double progressSeconds = kProgressSeconds);
 
 }  // namespace tide::sim

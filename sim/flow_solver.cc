@@ -113,9 +113,16 @@ void FlowSolver::resolve(double now) {
     f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.updated));
     f.updated = now;
   }
+  // A flow whose rate the solve leaves as it was keeps its finish entry: in
+  // a large component most rates do not move at a completion, and pushing
+  // every flow again would grow the heap by the component at every event.
+  before_.resize(comp.size());
+  for (size_t i = 0; i < comp.size(); ++i) before_[i] = flows_[comp[i]].rate;
   fill(comp, compLinks);
-  for (FlowId fid : comp) {
+  for (size_t i = 0; i < comp.size(); ++i) {
+    FlowId fid = comp[i];
     Flow& f = flows_[fid];
+    if (f.rate == before_[i] && f.remaining > 0) continue;
     ++f.version;
     double t = f.rate > 0 ? now + f.remaining / f.rate : kInf;
     if (f.remaining <= 0) t = now;

@@ -76,6 +76,7 @@ class FlowSolver {
   std::vector<Link> links_;
   std::vector<Flow> flows_;
   std::vector<LinkId> dirty_;
+  std::vector<double> before_;  // scratch: rates before a solve
   std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finish_;
   uint32_t epoch_ = 0;
   size_t active_ = 0;

@@ -73,17 +73,27 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
                       : buckets;
   auto groupOf = [&](uint32_t b) { return static_cast<uint32_t>(b * kept / buckets); };
   // Fewer groups while the flows would exceed the budget: a flow-level solve
-  // re-solves every flow sharing a link at each completion.
-  while (o.maxFlows > 0 && kept > 1) {
+  // re-solves every flow sharing a link at each completion. When even one
+  // group is over it, one group it is, without counting the ones between.
+  auto flowsAt = [&](uint64_t groups) {
+    const uint64_t saved = kept;
+    kept = groups;
     std::vector<Key> keys;
     keys.reserve(p.moves.size());
     for (const auto& m : p.moves)
       if (m.kind != plan::MoveKind::kBroadcastHop)
         keys.push_back(Key{m.stage, groupOf(m.bucket), m.src, m.dst, static_cast<uint8_t>(m.kind)});
+    kept = saved;
     std::sort(keys.begin(), keys.end());
-    const size_t flows = std::unique(keys.begin(), keys.end()) - keys.begin();
-    if (flows <= o.maxFlows) break;
-    kept /= 2;
+    return static_cast<size_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
+  };
+  if (o.maxFlows > 0 && kept > 1 && flowsAt(kept) > o.maxFlows) {
+    if (flowsAt(1) >= o.maxFlows) {
+      kept = 1;
+    } else {
+      do kept /= 2;
+      while (kept > 1 && flowsAt(kept) > o.maxFlows);
+    }
   }
   // Group moves; broadcast hops per (stage, bucket) form one chain.
   std::map<Key, Group> groups;
@@ -220,7 +230,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
   r.scenario = "plan";
   r.strategy = p.strategy;
   linkLowerBound(g, solver, &r.lowerBoundSeconds, &r.bottleneck);
-  TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver));
+  TIDE_ASSIGN_OR_RETURN(ExecResult ex, execute(g, solver, {}, o.progress));
   takeExecution(r, std::move(ex), g);
   auto sum = p.summarize();
   r.wireBytes = static_cast<double>(sum.totalBytes) + p.work.wireBytes;

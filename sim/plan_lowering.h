@@ -41,6 +41,7 @@ struct LoweringOptions {
   // > 0: fewer bucket groups (halving) until the plan's moves make at most
   // this many flows.
   size_t maxFlows = 0;
+  Progress progress;  // of the run (executor.h)
 };
 [[nodiscard]] Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
                                                   const workloads::ClusterSpec& cluster,

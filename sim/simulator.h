@@ -75,7 +75,8 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
 // in 64 (66 k), and its update is 0.5 % longer in one group than in 64.
 inline constexpr size_t kScenarioMaxFlows = 12000;
 [[nodiscard]] Result<StrategyResult> simulateScenario(const Scenario& sc,
-                                                      const plan::TransferPlan& plan);
+                                                      const plan::TransferPlan& plan,
+                                                      const Progress& progress = {});
 // Plans and simulates one named strategy of a scenario: given by the caller,
 // which owns the strategy table (sim/ runs plans, it does not make them).
 using StrategySimulator =

@@ -30,6 +30,7 @@ namespace tide::harness {
 
 // Plans and simulates one strategy of the scenario.
 [[nodiscard]] Result<sim::StrategyResult> simulateStrategy(const sim::Scenario& sc,
-                                                           std::string_view strategy);
+                                                           std::string_view strategy,
+                                                           const sim::Progress& progress = {});
 
 }  // namespace tide::harness

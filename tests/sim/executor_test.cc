@@ -28,6 +28,45 @@ TEST(Executor, ChainOfDelayAndFlow) {
   EXPECT_DOUBLE_EQ(r->events[1].tStart, 1.0);
 }
 
+TEST(Executor, ALongRunReportsItsProgress) {
+  // 20,000 delays in a chain: 20,000 events. With no wall-time gap between
+  // reports, one every 4,096 events, each further along in tasks and time.
+  auto chain = [] {
+    WorkGraph g;
+    auto st = g.stageId("x");
+    TaskId prev = g.addDelay(1.0, 0, st);
+    for (int i = 1; i < 20000; ++i) {
+      TaskId d = g.addDelay(1.0, 0, st);
+      g.dep(prev, d);
+      prev = d;
+    }
+    return g;
+  };
+  std::vector<std::pair<uint64_t, double>> seen;
+  WorkGraph g = chain();
+  FlowSolver s;
+  auto r = execute(
+      g, s, {},
+      [&](uint64_t done, uint64_t total, double t) {
+        EXPECT_EQ(total, 20000u);
+        seen.push_back({done, t});
+      },
+      0.0);
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  ASSERT_EQ(seen.size(), 4u);
+  for (size_t i = 1; i < seen.size(); ++i) {
+    EXPECT_GT(seen[i].first, seen[i - 1].first);
+    EXPECT_GT(seen[i].second, seen[i - 1].second);
+  }
+  EXPECT_DOUBLE_EQ(r->makespan, 20000.0);
+  // The default gap (10 s) is not reached by a run this short.
+  int calls = 0;
+  WorkGraph again = chain();
+  FlowSolver s2;
+  ASSERT_TRUE(execute(again, s2, {}, [&](uint64_t, uint64_t, double) { ++calls; }).isOk());
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(Executor, LockSerializesTasks) {
   FlowSolver s;
   WorkGraph g;
