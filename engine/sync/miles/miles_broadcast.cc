@@ -22,11 +22,7 @@ Result<plan::TransferPlan> MilesBroadcastStrategy::makePlan(const SyncProblem& p
   Ctx x = makeCtx(pr, shares, p, /*exact=*/true);
   auto& g = x.g;
   StepId start = openRounds(x);
-  uint16_t sGather = g.stage("allgather");
-  uint16_t sCopy = g.stage("gather_copy");
-  uint16_t sIssue = g.stage("gather_issue");
-  uint16_t sConvert = g.stage("convert_host");
-  uint16_t sQuant = g.stage("quantize");
+  const BucketStages st = gatherStages(g);
   uint16_t sCall = g.stage("engine_call");
   uint16_t sBcast = g.stage("broadcast");
   uint16_t sLoad = g.stage("engine_load");
@@ -50,12 +46,10 @@ Result<plan::TransferPlan> MilesBroadcastStrategy::makePlan(const SyncProblem& p
     double loadOps = loaderOps(sb.loadTensors / nb, sb.keptLoadTensors / nb, kEngineCopyOps);
     StepId prev = after;
     for (int b = 0; b < nb; ++b) {
-      StepId book = hostOps(x, head, gatherOps(x, share.units), 0, sIssue);
+      StepId book = hostOps(x, head, gatherOps(x, share.units), 0, st.issue);
       g.dep(prev, book);
-      StepId ag = allGather(x, x.expertPhase ? ep : tp, bucket, book, sGather);
-      StepId q = convertBucket(x, head, bucket, sb.quantTrain / nb, share, book, ag,
-                               {sCopy, sConvert, sQuant})
-                     .gpu;
+      StepId ag = allGather(x, x.expertPhase ? ep : tp, bucket, book, st.gather);
+      StepId q = convertBucket(x, head, bucket, sb.quantTrain / nb, share, book, ag, st).gpu;
       StepId call = g.add(plan::StepKind::kControlRound, head, x.k, sCall);
       g.steps[call].acquire = lock;
       g.dep(q, call);

@@ -59,15 +59,6 @@ std::vector<std::vector<ReplicaGroup>> assignTargets(const Ctx& x, int m) {
   return out;
 }
 
-plan::Step sized(plan::StepKind kind, uint32_t rank, double bytes, uint16_t stage) {
-  plan::Step s;
-  s.kind = kind;
-  s.rank = rank;
-  s.bytes = bytes;
-  s.stage = stage;
-  return s;
-}
-
 }  // namespace
 
 Result<plan::TransferPlan> MilesP2pStrategy::makePlan(const SyncProblem& pr) const {
@@ -77,11 +68,7 @@ Result<plan::TransferPlan> MilesP2pStrategy::makePlan(const SyncProblem& pr) con
   auto& g = x.g;
   StepId start = openRounds(x);
   const auto& tl = x.tl;
-  uint16_t sGather = g.stage("allgather");
-  uint16_t sCopy = g.stage("gather_copy");
-  uint16_t sIssue = g.stage("gather_issue");
-  uint16_t sConvert = g.stage("convert_host");
-  uint16_t sQuant = g.stage("quantize");
+  const BucketStages st = gatherStages(g);
   uint16_t sMap = g.stage("name_map");
   uint16_t sLoad = g.stage("replica_load");
   uint16_t sD2h = g.stage("d2h");
@@ -145,12 +132,12 @@ Result<plan::TransferPlan> MilesP2pStrategy::makePlan(const SyncProblem& pr) con
       std::vector<StepId> books(per, agIn);
       for (int r = 0; r < per; ++r) {
         if (groups[r].empty()) continue;
-        books[r] = hostOps(x, static_cast<uint32_t>(s * per + r), bookOps, 0, sIssue);
+        books[r] = hostOps(x, static_cast<uint32_t>(s * per + r), bookOps, 0, st.issue);
         g.dep(prevSync, books[r]);
         g.dep(books[r], agIn);
       }
       g.dep(prevSync, agIn);
-      StepId ag = allGather(x, x.expertPhase ? ep : tp, bucket, agIn, sGather);
+      StepId ag = allGather(x, x.expertPhase ? ep : tp, bucket, agIn, st.gather);
       StepId syncJoin = g.join();
       double wire = bucket * wireRatio;
       for (int r = 0; r < per; ++r) {
@@ -159,8 +146,7 @@ Result<plan::TransferPlan> MilesP2pStrategy::makePlan(const SyncProblem& pr) con
         // A static schedule quantizes only what this rank sends; the
         // framework converts the whole gathered bucket on every rank.
         double qBytes = bucket * quantFrac * (pipelined ? shareFrac * groups[r].size() : 1);
-        Converted cv =
-            convertBucket(x, rank, bucket, qBytes, share, books[r], ag, {sCopy, sConvert, sQuant});
+        Converted cv = convertBucket(x, rank, bucket, qBytes, share, books[r], ag, st);
         // The name mapping is host work after the conversion, while the GPU
         // may still quantize; the loads' copies wait for both.
         StepId prev = g.join();
@@ -176,12 +162,12 @@ Result<plan::TransferPlan> MilesP2pStrategy::makePlan(const SyncProblem& pr) con
         for (size_t gi = 0; flush && gi < groups[r].size(); ++gi) {
           StepId ld = hostOps(x, rank, loadOps * pendingBuckets, loadSteps * pendingBuckets, sLoad);
           g.dep(prev, ld);
-          StepId d = g.add(sized(plan::StepKind::kDeviceToHost, rank, held, sD2h));
+          StepId d = g.add(sizedStep(plan::StepKind::kDeviceToHost, rank, held, sD2h));
           g.dep(ld, d);
           // Writes read the pinned replica from host memory.
           StepId written = g.join();
           for (uint32_t t : groups[r][gi].targets) {
-            plan::Step ws = sized(plan::StepKind::kHostWrite, rank, held, sWrite);
+            plan::Step ws = sizedStep(plan::StepKind::kHostWrite, rank, held, sWrite);
             ws.peer = t;
             StepId w = g.add(ws);
             g.dep(d, w);

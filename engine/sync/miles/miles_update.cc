@@ -32,6 +32,25 @@ constexpr double kStartRounds = 3;
 
 }  // namespace
 
+BucketStages gatherStages(plan::StepGraph& g) {
+  BucketStages st;
+  st.gather = g.stage("allgather");
+  st.copy = g.stage("gather_copy");
+  st.issue = g.stage("gather_issue");
+  st.convert = g.stage("convert_host");
+  st.quant = g.stage("quantize");
+  return st;
+}
+
+plan::Step sizedStep(plan::StepKind kind, uint32_t rank, double bytes, uint16_t stage) {
+  plan::Step s;
+  s.kind = kind;
+  s.rank = rank;
+  s.bytes = bytes;
+  s.stage = stage;
+  return s;
+}
+
 BucketShare bucketShare(const StageBytes& sb, int nb) {
   return {sb.tensors / nb, sb.quantTensors / nb, sb.units / nb};
 }
@@ -96,12 +115,7 @@ namespace {
 
 // A pass of `bytes` through `rank`'s device memory after `after`.
 StepId devicePass(Ctx& x, uint32_t rank, double bytes, StepId after, uint16_t stage) {
-  plan::Step s;
-  s.kind = plan::StepKind::kDevicePass;
-  s.rank = rank;
-  s.bytes = bytes;
-  s.stage = stage;
-  StepId id = x.g.add(s);
+  StepId id = x.g.add(sizedStep(plan::StepKind::kDevicePass, rank, bytes, stage));
   x.g.dep(after, id);
   return id;
 }

@@ -63,9 +63,15 @@ StepId allGather(Ctx& x, const std::vector<uint32_t>& members, double bytesOut, 
 StepId chainBroadcast(Ctx& x, uint32_t root, const std::vector<uint32_t>& receivers, double bytes,
                       StepId after, uint16_t stage);
 
+// The breakdown rows of a bucket's gather and the work after it, registered
+// in this order by gatherStages().
 struct BucketStages {
-  uint16_t copy, convert, quant;
+  uint16_t gather, copy, issue, convert, quant;
 };
+BucketStages gatherStages(plan::StepGraph& g);
+
+// A step of `kind` moving `bytes` on `rank`.
+plan::Step sizedStep(plan::StepKind kind, uint32_t rank, double bytes, uint16_t stage);
 // The end of a rank's host work on a bucket and of its GPU work on it.
 struct Converted {
   StepId host, gpu;
