@@ -1,6 +1,7 @@
 // `tide plan`: plan one weight update (reshard + strategy) and print its
 // summary, lower bound and bottleneck; --json writes the plan itself.
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 
@@ -48,6 +49,19 @@ void runPlan(const PlanArgs& a) {
     std::printf(" %s %lu (%s)", plan::moveKindName(static_cast<plan::MoveKind>(k)),
                 static_cast<unsigned long>(s.movesByKind[k]),
                 formatBytes(s.bytesByKind[k]).c_str());
+  }
+  if (!p.work.empty()) {
+    // A plan by steps (a model at scale): its work by kind; the simulator
+    // times it (tide sim), the move bound below does not see it.
+    std::array<uint64_t, plan::kStepKindCount> kinds{};
+    for (const auto& st : p.work.steps) ++kinds[static_cast<int>(st.kind)];
+    std::printf("\nsteps     %zu, %zu edges, %zu groups, %zu locks:", p.work.steps.size(),
+                p.work.edges.size(), p.work.groups.size(), p.work.locks.size());
+    for (int k = 0; k < plan::kStepKindCount; ++k)
+      if (kinds[k] > 0)
+        std::printf(" %s %lu", plan::stepKindName(static_cast<plan::StepKind>(k)),
+                    static_cast<unsigned long>(kinds[k]));
+    std::printf("; model %s as sent", formatBytes(static_cast<uint64_t>(p.work.wireBytes)).c_str());
   }
   std::printf("\nbytes     network %s, intra-node %s, local %s\n",
               formatBytes(s.bytesByPath[2]).c_str(), formatBytes(s.bytesByPath[1]).c_str(),
