@@ -88,7 +88,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
     return static_cast<size_t>(std::unique(keys.begin(), keys.end()) - keys.begin());
   };
   if (o.maxFlows > 0 && kept > 1 && flowsAt(kept) > o.maxFlows) {
-    if (flowsAt(1) >= o.maxFlows) {
+    if (flowsAt(1) > o.maxFlows) {
       kept = 1;
     } else {
       do kept /= 2;

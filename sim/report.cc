@@ -48,7 +48,7 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   }
   std::printf(
       "  %llu tasks, %llu flows, planned in %.2f s CPU, simulated in %.2f s wall, %.0f "
-      "events/s, peak RSS %.0f MB\n",
+      "events/s, process peak RSS so far %.0f MB\n",
       static_cast<unsigned long long>(r.tasks), static_cast<unsigned long long>(r.flows),
       r.planCpuSeconds, r.wallSeconds, r.eventsPerSecond, r.peakRssBytes / 1e6);
 }
@@ -66,7 +66,8 @@ void printScenarioInputs(const Scenario& sc) {
               sc.infer.toString().c_str(), inferWhere.c_str());
   std::printf("cluster   %s\n", sc.cluster.toString().c_str());
   std::string bucket = gb(p.bucketBytes);
-  for (const auto& [name, bytes] : p.ownBucketBytes) bucket += ", " + name + " " + gb(bytes);
+  for (const auto& [name, bytes] : p.ownBucketBytes)
+    if (bytes > 0) bucket += ", " + name + " " + gb(bytes);
   std::printf("strategy  bucket %s, %s on the wire, %s, page %llu B\n", bucket.c_str(),
               p.fp8Wire ? "fp8" : "bf16", p.firstUpdate ? "first update" : "not the first update",
               static_cast<unsigned long long>(p.pageBytes));

@@ -177,7 +177,7 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
     TomlFields of(*own, tableOrigin(origin, ("strategy." + name).c_str()));
     uint64_t bucket = 0;
     TIDE_RETURN_IF_ERROR(sizeField(of, "bucket", bucket));
-    if (bucket > 0) p.ownBucketBytes[name] = bucket;
+    p.ownBucketBytes[name] = bucket;  // 0: the table names the strategy, sets nothing
     TIDE_RETURN_IF_ERROR(of.rejectUnknown());
   }
   // The wire carries what the engines serve unless told otherwise.

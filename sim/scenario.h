@@ -26,11 +26,12 @@ struct StrategyParams {
   std::vector<std::string> names{"miles-broadcast", "miles-p2p"};
   uint64_t bucketBytes = 1000000000;  // gathered bytes per bucket, training dtype
   // A run of one strategy may set its own ([strategy.<name>] bucket: the
-  // framework takes one buffer size per run).
+  // framework takes one buffer size per run); every such table is listed,
+  // 0 where it sets no bucket, so that its name is checked.
   std::map<std::string, uint64_t, std::less<>> ownBucketBytes;
   uint64_t bucketFor(std::string_view strategy) const {
     auto it = ownBucketBytes.find(strategy);
-    return it != ownBucketBytes.end() ? it->second : bucketBytes;
+    return it != ownBucketBytes.end() && it->second > 0 ? it->second : bucketBytes;
   }
   bool fp8Wire = true;               // FP8 (block scales) on the wire, else training dtype
   bool firstUpdate = false;          // include one-time memory registration

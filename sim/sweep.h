@@ -1,8 +1,9 @@
 #pragma once
 // Parameter sweeps of a scenario: inference EP (engine size), inference node
-// count (engines), NIC bandwidth. Each point simulates the scenario's first
-// two strategies (a broadcast and a p2p design) and records the
-// p2p/broadcast time ratio; a ratio above 1 means p2p loses.
+// count (engines), NIC bandwidth. The scenario names exactly two
+// strategies, a broadcast design first and a p2p design second; each point
+// simulates both and records the second's time over the first's (the
+// p2p/broadcast ratio; above 1, p2p loses).
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -95,6 +95,8 @@ Status StepGraph::validate(size_t ranks) const {
     bool grouped = s.kind == StepKind::kAllGather || s.kind == StepKind::kBroadcast;
     if (grouped && s.group >= groups.size()) return bad(at + " names a missing group");
     if (grouped && s.lanes == 0) return bad(at + " has no lanes");
+    // A collective runs as one flow per lane: a lock would hold one lane.
+    if (grouped && s.acquire >= 0) return bad(at + ": a collective cannot take a lock");
     for (int32_t l : {s.acquire, s.release})
       if (l >= static_cast<int32_t>(locks.size()) || l < -1) return bad(at + ": bad lock");
     if (!sizeOk(s.count) || !sizeOk(s.loopSteps) || !sizeOk(s.bytes) || !sizeOk(s.chunkBytes))
@@ -145,10 +147,15 @@ json StepGraph::toJson() const {
 Result<StepGraph> StepGraph::fromJson(const json& j) {
   try {
     StepGraph g;
+    if (j.at("step_fields") != StepGraph{}.toJson().at("step_fields"))
+      return bad("unexpected step_fields");
     g.stageNames = j.at("stage_names").get<std::vector<std::string>>();
     g.groups = j.at("groups").get<std::vector<std::vector<uint32_t>>>();
-    for (const auto& l : j.at("locks"))
-      g.locks.push_back({l.at("polled").get<bool>(), l.at("stage").get<uint16_t>()});
+    for (const auto& l : j.at("locks")) {
+      const int64_t st = l.at("stage").get<int64_t>();
+      if (st < 0 || st > 0xffff) return bad("a lock's stage is out of range");
+      g.locks.push_back({l.at("polled").get<bool>(), static_cast<uint16_t>(st)});
+    }
     for (const auto& a : j.at("steps")) {
       if (!a.is_array() || a.size() != 12) return bad("a step is not a 12-field array");
       Step s;
@@ -157,14 +164,26 @@ Result<StepGraph> StepGraph::fromJson(const json& j) {
       while (k < kStepKindCount && kind != stepKindName(static_cast<StepKind>(k))) ++k;
       if (k == kStepKindCount) return bad("unknown step kind '" + kind + "'");
       s.kind = static_cast<StepKind>(k);
-      s.stage = a[1].get<uint16_t>();
-      s.lanes = a[2].get<uint16_t>();
-      s.rank = a[3].get<uint32_t>();
-      s.peer = a[4].get<uint32_t>();
-      int64_t grp = a[5].get<int64_t>();
-      s.group = grp < 0 ? kNoGroup : static_cast<uint32_t>(grp);
-      s.acquire = a[6].get<int32_t>();
-      s.release = a[7].get<int32_t>();
+      // Read wide and range-checked: a narrowing read would wrap a bad
+      // index onto a valid one.
+      auto field = [&](size_t i, int64_t lo, int64_t hi, int64_t& out) {
+        out = a[i].get<int64_t>();
+        return out >= lo && out <= hi;
+      };
+      int64_t v[7];
+      const std::pair<int64_t, int64_t> range[7] = {
+          {0, 0xffff},        {0, 0xffff},      {0, 0xffffffffLL}, {0, 0xffffffffLL},
+          {-1, 0xfffffffeLL}, {-1, 0x7fffffff}, {-1, 0x7fffffff}};
+      for (size_t i = 0; i < 7; ++i)
+        if (!field(i + 1, range[i].first, range[i].second, v[i]))
+          return bad("step field " + std::to_string(i + 1) + " out of range");
+      s.stage = static_cast<uint16_t>(v[0]);
+      s.lanes = static_cast<uint16_t>(v[1]);
+      s.rank = static_cast<uint32_t>(v[2]);
+      s.peer = static_cast<uint32_t>(v[3]);
+      s.group = v[4] < 0 ? kNoGroup : static_cast<uint32_t>(v[4]);
+      s.acquire = static_cast<int32_t>(v[5]);
+      s.release = static_cast<int32_t>(v[6]);
       s.count = a[8].get<double>();
       s.loopSteps = a[9].get<double>();
       s.bytes = a[10].get<double>();
@@ -175,6 +194,8 @@ Result<StepGraph> StepGraph::fromJson(const json& j) {
     g.bucketsPerStage = j.value("buckets_per_stage", 0u);
     g.mergeFactor = j.value("merge_factor", 1.0);
     g.wireBytes = j.value("wire_bytes", 0.0);
+    if (!sizeOk(g.wireBytes) || !sizeOk(g.mergeFactor) || g.mergeFactor < 1)
+      return bad("wire_bytes and merge_factor must be finite, merge_factor >= 1");
     return g;
   } catch (const json::exception& e) {
     return bad(e.what());

@@ -72,6 +72,9 @@ constexpr StrategyDescriptor kTable[7] = {
     },
 };
 
+// The deliveries over p2p's plan point at entry 1.
+static_assert(kTable[1].name == "p2p");
+
 }  // namespace
 
 const char* deliveryName(Delivery d) {

@@ -38,8 +38,10 @@ struct StrategyDescriptor {
   std::string_view name;
   std::string_view summary;
   std::string_view models;  // the system whose update it models; empty for tide's own
-  // The cost profile its plan's steps are priced with; empty: its plans have
-  // no priced steps (the cluster's figures time all of them).
+  // The cost profile its plan's steps are modelled with: what `tide
+  // validate` prices a plan of it with, and what `tide strategies` names.
+  // A scenario's [strategy] profile prices every strategy it runs. Empty:
+  // its plans have no priced steps (the cluster's figures time all of them).
   std::string_view profile;
   Delivery delivery = Delivery::kWire;
   PlanInput input = PlanInput::kBoxes;

@@ -109,9 +109,10 @@ StepId inPhases(Ctx& x, StepId start, StageFn stage) {
 // Post-processing on every inference rank and the closing control rounds.
 StepId finish(Ctx& x, StepId allDone, double endRounds);
 
-// Checks the problem, computes the shares, and starts the plan: ranks, the
-// opening control rounds (returned in *start), the shape fields. `exact`
-// keeps every bucket distinct.
+// Checks the problem, computes the shares (into `shares`) and starts the
+// plan: its ranks, parameters and the model's bytes as sent. makeCtx sets
+// the step buckets (`exact`: every real bucket kept) and the shape fields;
+// openRounds adds the control rounds that open the update.
 Result<plan::TransferPlan> beginPlan(const SyncProblem& pr, std::string_view strategy,
                                      ModelShares& shares);
 Ctx makeCtx(const SyncProblem& pr, const ModelShares& shares, plan::TransferPlan& p, bool exact);

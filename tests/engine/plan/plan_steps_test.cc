@@ -117,10 +117,38 @@ TEST(PlanSteps, RefusesBadReferencesCyclesAndSizes) {
     c.edges.emplace_back(0, 99);
     refuses(c, "bad step");
   }
-  auto bad = StepGraph::fromJson(nlohmann::json::parse(R"({"stage_names":[],"groups":[],
-      "locks":[],"steps":[["teleport",0,1,0,0,-1,-1,-1,0,0,0,0]],"edges":[]})"));
+  // From JSON: an unknown kind, an index that would wrap onto a valid one,
+  // unexpected fields, bad shape figures.
+  auto fromEdited = [&](auto edit) {
+    nlohmann::json j = g.toJson();
+    edit(j);
+    return StepGraph::fromJson(j);
+  };
+  auto bad = fromEdited([](nlohmann::json& j) { j["steps"][1][0] = "teleport"; });
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("teleport"), std::string::npos);
+  EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["steps"][1][1] = 65536; }).isOk());
+  EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["steps"][1][5] = 4294967296LL; }).isOk());
+  EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["steps"][1][3] = "one"; }).isOk());
+  EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["step_fields"][0] = "sort"; }).isOk());
+  EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["merge_factor"] = 0.5; }).isOk());
+  EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["locks"][0]["stage"] = -1; }).isOk());
+  EXPECT_TRUE(fromEdited([](nlohmann::json&) {}).isOk());
+  {
+    StepGraph c = g;
+    c.locks[0].stage = 9;
+    refuses(c, "polled lock");
+  }
+  {
+    StepGraph c = g;
+    c.steps[7].lanes = 0;
+    refuses(c, "no lanes");
+  }
+  {
+    StepGraph c = g;
+    c.steps[1].stage = 9;
+    refuses(c, "bad stage");
+  }
   EXPECT_FALSE(StepGraph::fromJson(nlohmann::json::parse(R"({"steps":3})")).isOk());
 }
 
