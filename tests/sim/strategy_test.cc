@@ -11,6 +11,7 @@
 #include "engine/sync/miles/model_shares.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "sim/sweep.h"
 #include "tests/sim/small_scenario.h"
 
 namespace tide::sim {
@@ -506,6 +507,34 @@ TEST(LoaderScan, TheP2pMapperWalksTheExpertsFirst) {
   t.name = "model.layers.3.self_attn.q_proj.weight";  // stacked, but tested after the experts
   EXPECT_DOUBLE_EQ(mapperScanSteps(t, 128), 3 * 128 + kStackedEntries);
   EXPECT_DOUBLE_EQ(mapperScanSteps(t, 0), kStackedEntries);
+}
+
+}  // namespace
+}  // namespace tide::sim
+
+namespace tide::sim {
+namespace {
+
+TEST(Sweep, ComparesTheScenariosTwoStrategiesAtEveryPoint) {
+  Scenario sc = load(scenarioText("engines=2,tp=8,ep=8", 2));
+  SweepAxes axes;
+  axes.inferEp = {8, 16};
+  auto pts =
+      runSweep(sc, axes, [](const Scenario& s, std::string_view n) { return simulate(s, n); });
+  ASSERT_TRUE(pts.isOk()) << pts.status().toString();
+  ASSERT_EQ(pts->size(), 2u);
+  for (const auto& p : *pts) {
+    EXPECT_GT(p.broadcastSeconds, 0);
+    EXPECT_GT(p.p2pSeconds, 0);
+  }
+  // The first point is the scenario itself: the same figures as tide sim's.
+  EXPECT_DOUBLE_EQ((*pts)[0].broadcastSeconds, simulate(sc, "miles-broadcast")->seconds);
+  EXPECT_DOUBLE_EQ((*pts)[0].p2pSeconds, simulate(sc, "miles-p2p")->seconds);
+  sc.strategy.names = {"miles-p2p"};
+  auto one =
+      runSweep(sc, axes, [](const Scenario& s, std::string_view n) { return simulate(s, n); });
+  ASSERT_FALSE(one.isOk());
+  EXPECT_NE(one.status().message().find("two strategies"), std::string::npos);
 }
 
 }  // namespace
