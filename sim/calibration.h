@@ -3,7 +3,7 @@
 // cluster spec sets. Their values, each labelled with its source, come from a
 // cost profile (profiles/*.toml, sim/cost_profile.h); a scenario may override
 // them in [calibration]. FP8 quantization is not one of them: it is one pass
-// of a kernel over the GPU's memory (strategy_graphs.cc), timed by the
+// of a kernel over the GPU's memory (a device_pass step), timed by the
 // cluster's `hbm` figure.
 
 namespace tide::sim {
@@ -13,7 +13,7 @@ struct Calibration {
   // dispatch plus a CUDA kernel launch or a copy call. The per-tensor passes of
   // the weight-update code (HF conversion and the quantization kernel's
   // launch, the CPU replica's weight loaders) cost a counted number of these
-  // per tensor (strategy_graphs.cc). Profile key host_op.
+  // per tensor (engine/sync/miles/miles_update.cc). Profile key host_op.
   double hostOpSeconds = 0;
   // One step of a weight loader's name-matching loop in CPython (tuple unpack
   // and a substring test, loader_scan.h). Profile key py_step.
