@@ -82,41 +82,19 @@ TEST(PlanSteps, RefusesBadReferencesCyclesAndSizes) {
     EXPECT_NE(s.message().find(why), std::string::npos) << s.toString();
   };
   StepGraph g = everyKind();
-  {
+  // A copy of the valid graph with one thing broken is refused with `why`.
+  auto refusesAfter = [&](auto edit, const std::string& why) {
     StepGraph c = g;
-    c.dep(static_cast<uint32_t>(c.steps.size() - 1), 0);
-    refuses(c, "cycle");
-  }
-  {
-    StepGraph c = g;
-    c.steps[2].rank = 3;
-    refuses(c, "missing rank");
-  }
-  {
-    StepGraph c = g;
-    c.steps[7].group = 9;
-    refuses(c, "missing group");
-  }
-  {
-    StepGraph c = g;
-    c.steps[1].bytes = std::nan("");
-    refuses(c, "non-finite");
-  }
-  {
-    StepGraph c = g;
-    c.steps[1].count = -1;
-    refuses(c, "negative");
-  }
-  {
-    StepGraph c = g;
-    c.steps[2].acquire = 4;
-    refuses(c, "bad lock");
-  }
-  {
-    StepGraph c = g;
-    c.edges.emplace_back(0, 99);
-    refuses(c, "bad step");
-  }
+    edit(c);
+    refuses(c, why);
+  };
+  refusesAfter([](StepGraph& c) { c.dep(static_cast<uint32_t>(c.steps.size() - 1), 0); }, "cycle");
+  refusesAfter([](StepGraph& c) { c.steps[2].rank = 3; }, "missing rank");
+  refusesAfter([](StepGraph& c) { c.steps[7].group = 9; }, "missing group");
+  refusesAfter([](StepGraph& c) { c.steps[1].bytes = std::nan(""); }, "non-finite");
+  refusesAfter([](StepGraph& c) { c.steps[1].count = -1; }, "negative");
+  refusesAfter([](StepGraph& c) { c.steps[2].acquire = 4; }, "bad lock");
+  refusesAfter([](StepGraph& c) { c.edges.emplace_back(0, 99); }, "bad step");
   // From JSON: an unknown kind, an index that would wrap onto a valid one,
   // unexpected fields, bad shape figures.
   auto fromEdited = [&](auto edit) {
@@ -134,21 +112,9 @@ TEST(PlanSteps, RefusesBadReferencesCyclesAndSizes) {
   EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["merge_factor"] = 0.5; }).isOk());
   EXPECT_FALSE(fromEdited([](nlohmann::json& j) { j["locks"][0]["stage"] = -1; }).isOk());
   EXPECT_TRUE(fromEdited([](nlohmann::json&) {}).isOk());
-  {
-    StepGraph c = g;
-    c.locks[0].stage = 9;
-    refuses(c, "polled lock");
-  }
-  {
-    StepGraph c = g;
-    c.steps[7].lanes = 0;
-    refuses(c, "no lanes");
-  }
-  {
-    StepGraph c = g;
-    c.steps[1].stage = 9;
-    refuses(c, "bad stage");
-  }
+  refusesAfter([](StepGraph& c) { c.locks[0].stage = 9; }, "polled lock");
+  refusesAfter([](StepGraph& c) { c.steps[7].lanes = 0; }, "no lanes");
+  refusesAfter([](StepGraph& c) { c.steps[1].stage = 9; }, "bad stage");
   EXPECT_FALSE(StepGraph::fromJson(nlohmann::json::parse(R"({"steps":3})")).isOk());
 }
 
