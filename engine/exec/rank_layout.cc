@@ -1,7 +1,8 @@
 #include "engine/exec/rank_layout.h"
 
-#include <set>
 #include <string>
+
+#include "engine/plan/rank_buffers.h"
 
 namespace tide::exec {
 
@@ -56,14 +57,7 @@ Result<std::vector<RankLayout>> RankLayout::buildAll(const plan::TransferPlan& p
     out[h.rank].place(h.space, pl);
   }
   // A rank holds a bucket when it packs it or sends/receives it.
-  std::vector<std::set<uint32_t>> bucketsOf(p.ranks.size());
-  for (const auto& b : p.buckets) {
-    if (b.owner < out.size()) bucketsOf[b.owner].insert(b.id);
-  }
-  for (const auto& m : p.moves) {
-    if (m.srcSpace == Space::kBucket && m.src < out.size()) bucketsOf[m.src].insert(m.bucket);
-    if (m.dstSpace == Space::kBucket && m.dst < out.size()) bucketsOf[m.dst].insert(m.bucket);
-  }
+  const auto bucketsOf = plan::bucketsHeldBy(p);
   for (size_t r = 0; r < out.size(); ++r) {
     for (uint32_t b : bucketsOf[r]) {
       if (b >= p.buckets.size()) {

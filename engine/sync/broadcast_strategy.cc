@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "engine/sync/register_steps.h"
+
 namespace tide::sync {
 
 using plan::Bucket;
@@ -247,6 +249,7 @@ Result<plan::TransferPlan> BroadcastStrategy::makePlan(const SyncProblem& pr) co
       }
     }
   }
+  if (pr.options.firstUpdate) TIDE_RETURN_IF_ERROR(addRegisterSteps(p, pr.options.pageBytes));
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
 }

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "engine/sync/p2p_assignment.h"
+#include "engine/sync/register_steps.h"
 
 namespace tide::sync {
 
@@ -142,6 +143,7 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
       p.addMove(m);
     }
   }
+  if (pr.options.firstUpdate) TIDE_RETURN_IF_ERROR(addRegisterSteps(p, pr.options.pageBytes));
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
 }
