@@ -226,6 +226,13 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
   }
   // The update's non-wire work, beside its stages of moves.
   TIDE_ASSIGN_OR_RETURN(LoweredSteps ls, lowerSteps(p.work, p.ranks.size(), gpuOf, topo, costs, g));
+  // A first update pins its buffers before any move uses them.
+  if (!ls.registerEnds.empty()) {
+    const TaskId pinned = g.addJoin();
+    for (TaskId t : ls.registerEnds) g.dep(t, pinned);
+    for (const auto& stageBuckets : sb)
+      for (const auto& [bucket, joins] : stageBuckets) g.dep(pinned, joins.first);
+  }
   StrategyResult r;
   r.scenario = "plan";
   r.strategy = p.strategy;

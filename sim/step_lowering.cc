@@ -150,9 +150,11 @@ Result<LoweredSteps> lowerSteps(const plan::StepGraph& sg, size_t ranks,
       case StepKind::kPostprocess:
       case StepKind::kRegister: {
         double sec = countedSeconds(s, costs);
-        if (s.kind == StepKind::kRegister)
-          out.registrationSeconds = std::max(out.registrationSeconds, sec);
         t = g.addDelay(sec, gpuOf(s.rank), stage);
+        if (s.kind == StepKind::kRegister) {
+          out.registrationSeconds = std::max(out.registrationSeconds, sec);
+          out.registerEnds.push_back(t);
+        }
         break;
       }
       case StepKind::kDevicePass:

@@ -23,6 +23,9 @@ struct LoweredSteps {
   // Bytes each plan rank receives by steps (writes to it, broadcasts it is
   // in the group of).
   std::vector<double> receivedBytes;
+  // The tasks that end the register steps: a plan's moves use the buffers
+  // these pin, so they start after them (plan_lowering.h).
+  std::vector<TaskId> registerEnds;
 };
 
 // `gpuOf` maps a plan rank to its GPU id in `topo`.
