@@ -24,6 +24,7 @@
 #include "harness/sync_args.h"
 #include "harness/sync_chaos.h"
 #include "harness/sync_switch_report.h"
+#include "harness/sync_work_report.h"
 #include "traces/event_writer.h"
 
 namespace tide::harness {
@@ -55,7 +56,8 @@ Status writeJson(const std::string& path, const nlohmann::json& j) {
 }
 
 Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::StepStats>& steps,
-              const std::string& mode, const exec::ExecReport& extra) {
+              const std::string& mode, const exec::ExecReport& extra,
+              const exec::SetupStats& setup) {
   nlohmann::json j;
   j["schema"] = "tide.sync/1";
   j["strategy"] = p.strategy;
@@ -147,6 +149,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
                 elements ? 100.0 * changed / elements : 100.0);
   }
   reportSwitchAndJoin(a.switchMode == "shadow", steps, extra, j);
+  TIDE_RETURN_IF_ERROR(reportWork(p.plan, setup, j));
   std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
               p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
   std::printf("verify    %s of %s expected: %s\n", formatBytes(verified).c_str(),
@@ -203,7 +206,9 @@ void runWorker(const SyncArgs& a) {
   traces::MemoryEventSink events;
   exec::RankRunOptions o = runOptions(a, p);
   exec::ExecReport extra;
+  exec::SetupStats setup;
   o.exec.report = &extra;
+  o.setup = &setup;
   o.gatherEvents = true;
   auto run =
       exec::runRank(p.plan, layouts, weights, *t, execStore, o, env.rank == 0 ? &events : nullptr);
@@ -212,7 +217,8 @@ void runWorker(const SyncArgs& a) {
   if (env.rank != 0) return;
   orThrow(writeEvents(a, events.events()));
   const char* prefix = std::getenv(kNetnsEnv);
-  orThrow(report(a, p, steps, prefix ? "processes in network namespaces" : "processes", extra));
+  orThrow(
+      report(a, p, steps, prefix ? "processes in network namespaces" : "processes", extra, setup));
 }
 
 void runSyncWith(const SyncArgs& a, const Prepared& p);
@@ -260,7 +266,9 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
     bool wantEvents = !a.events.empty() || !a.trace.empty();
     exec::RankRunOptions o = runOptions(a, p);
     exec::ExecReport extra;
+    exec::SetupStats setup;
     o.exec.report = &extra;
+    o.setup = &setup;
     auto run =
         exec::runThreads(p.plan, weights, transportConfig(a), o, wantEvents ? &events : nullptr);
     if (!run.isOk()) {
@@ -269,7 +277,7 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
     }
     auto steps = orThrow(std::move(run));
     orThrow(writeEvents(a, events.events()));
-    orThrow(report(a, p, steps, "threads", extra));
+    orThrow(report(a, p, steps, "threads", extra, setup));
     return;
   }
   if (!a.json.empty()) ::unlink(a.json.c_str());  // a failing rank writes it only where none is

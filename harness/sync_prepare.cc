@@ -90,6 +90,10 @@ Result<Prepared> prepare(const SyncArgs& a) {
   TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
   TIDE_ASSIGN_OR_RETURN(p.replay, loadReplay(a.replay, p.w->spec, p.w->inventory, a.steps));
   Workload& w = *p.w;
+  // A run pins its buffers once, before its first update: the plan's
+  // register steps, in this host's pages.
+  w.strategyOptions.firstUpdate = true;
+  w.strategyOptions.pageBytes = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
   if (p.mode == exec::UpdateMode::kStore) {
     // Checked once here rather than by every rank.

@@ -96,7 +96,7 @@ Status RankExecutor::setup() {
     const uint64_t bytes = me.spaceBytes(static_cast<Space>(s));
     if (bytes == 0) continue;
     buffers_[s] = std::make_unique<uint8_t[]>(bytes);
-    TIDE_ASSIGN_OR_RETURN(auto region, transport_.registerRegion(buffers_[s].get(), bytes));
+    TIDE_ASSIGN_OR_RETURN(auto region, registerTimed(buffers_[s].get(), bytes));
     localIds_[s] = region.id;
     registered_[s] = true;
     TIDE_RETURN_IF_ERROR(store_.set(regionKey(rank_, s), region.descriptor.serialize()));
@@ -117,7 +117,7 @@ Status RankExecutor::setup() {
   }
   if (options_.shadowSwitch && inferBytes > 0) {
     inferShadow_ = std::make_unique<uint8_t[]>(inferBytes);
-    TIDE_ASSIGN_OR_RETURN(auto region, transport_.registerRegion(inferShadow_.get(), inferBytes));
+    TIDE_ASSIGN_OR_RETURN(auto region, registerTimed(inferShadow_.get(), inferBytes));
     shadowLocalId_ = region.id;
     shadowRegistered_ = true;
     TIDE_RETURN_IF_ERROR(store_.set(shadowKey(rank_), region.descriptor.serialize()));
@@ -206,6 +206,17 @@ Status RankExecutor::setup() {
   TIDE_RETURN_IF_ERROR(setupSwitch());
   return storeBarrier(store_, "setup", static_cast<int>(plan_.ranks.size()),
                       options_.timeoutSeconds);
+}
+
+Result<transport::LocalRegion> RankExecutor::registerTimed(uint8_t* base, uint64_t bytes) {
+  const double t0 = now();
+  auto region = transport_.registerRegion(base, bytes);
+  setupWork_.registerSeconds += now() - t0;
+  if (region.isOk()) {
+    ++setupWork_.registrations;
+    setupWork_.registeredBytes += bytes;
+  }
+  return region;
 }
 
 Status RankExecutor::setupSwitch() {

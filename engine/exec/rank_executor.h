@@ -96,6 +96,14 @@ struct RankStep {
   uint64_t elements = 0, changed = 0;  // sparse / disk-delta: elements encoded, changed
 };
 
+// What a rank did before its first update (the plan's register steps):
+// its buffers pinned and registered with the transport, timed.
+struct SetupWork {
+  uint32_t registrations = 0;    // regions registered (one per space held, and a shadow)
+  uint64_t registeredBytes = 0;  // bytes of them
+  double registerSeconds = 0;    // inside the transport's registerRegion calls
+};
+
 class RankExecutor {
  public:
   // `plan`, `layouts`, `weights`, `transport`, `store` must outlive this.
@@ -120,6 +128,7 @@ class RankExecutor {
   // naming the first block that does not). Tests: no rank ends on a mix.
   Status checkVersion(int version) const { return verify(version).status(); }
   const RankSchedule& schedule() const { return schedule_; }
+  const SetupWork& setupWork() const { return setupWork_; }
   // The inference shard generation reads (empty on a trainer).
   std::span<const uint8_t> liveShard() const;
   // What emulated generation read since the executor started (switch only).
@@ -145,6 +154,8 @@ class RankExecutor {
   }
   Result<uint64_t> verify(int version, const uint8_t* shard) const;
   Status setupSwitch();
+  // registerRegion, timed into setupWork_.
+  Result<transport::LocalRegion> registerTimed(uint8_t* base, uint64_t bytes);
   Status join(int step, RankStep& out);
   void switchCopies();
   static constexpr int kInferSpace = static_cast<int>(plan::Space::kInfer);
@@ -165,6 +176,7 @@ class RankExecutor {
   int version_ = 0;
   double epoch_ = 0;  // rank 0's steady clock at setup: events are relative to it
   RankSchedule schedule_;
+  SetupWork setupWork_;
   std::unique_ptr<uint8_t[]> buffers_[kSpaceCount];
   uint32_t localIds_[kSpaceCount] = {};
   bool registered_[kSpaceCount] = {};

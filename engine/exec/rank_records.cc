@@ -36,6 +36,20 @@ Result<TimingRecord> decodeTiming(const std::string& text) {
   return t;
 }
 
+std::string encodeSetup(const SetupRecord& s) {
+  auto o = exact();
+  o << s.registrations << ' ' << s.registeredBytes << ' ' << s.registerSeconds;
+  return o.str();
+}
+
+Result<SetupRecord> decodeSetup(const std::string& text) {
+  std::istringstream in(text);
+  SetupRecord s;
+  if (!(in >> s.registrations >> s.registeredBytes >> s.registerSeconds) || s.registerSeconds < 0)
+    return bad("setup");
+  return s;
+}
+
 std::string encodeEvents(std::span<const traces::Event> events) {
   std::string bytes(events.size_bytes(), '\0');
   if (!bytes.empty()) std::memcpy(bytes.data(), events.data(), bytes.size());

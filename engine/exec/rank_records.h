@@ -25,6 +25,15 @@ struct TimingRecord {
 std::string encodeTiming(const TimingRecord& t);
 Result<TimingRecord> decodeTiming(const std::string& text);
 
+// One rank's set-up: its registrations, their bytes and time.
+struct SetupRecord {
+  uint32_t registrations = 0;
+  uint64_t registeredBytes = 0;
+  double registerSeconds = 0;
+};
+std::string encodeSetup(const SetupRecord& s);
+Result<SetupRecord> decodeSetup(const std::string& text);
+
 // A step's events of one rank: the structs as bytes (same binary on every rank).
 std::string encodeEvents(std::span<const traces::Event> events);
 Result<std::vector<traces::Event>> decodeEvents(const std::string& bytes);

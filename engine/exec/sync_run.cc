@@ -16,6 +16,9 @@ namespace {
 std::string timeKey(int step, int rank) {
   return "step" + std::to_string(step) + "/time/r" + std::to_string(rank);
 }
+std::string setupKey(int rank) {
+  return "setup/work/r" + std::to_string(rank);
+}
 std::string eventsKey(int step, int rank) {
   return "step" + std::to_string(step) + "/events/r" + std::to_string(rank);
 }
@@ -43,6 +46,22 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
   const int rank = transport.rank();
   const int world = transport.worldSize();
   const double timeout = options.exec.timeoutSeconds;
+  if (options.setup) {
+    const SetupWork& w = ex->setupWork();
+    TIDE_RETURN_IF_ERROR(store.set(
+        setupKey(rank), encodeSetup({w.registrations, w.registeredBytes, w.registerSeconds})));
+    if (rank == 0) {
+      options.setup->ranks.assign(world, SetupWork{});
+      for (int r = 0; r < world; ++r) {
+        TIDE_ASSIGN_OR_RETURN(std::string v, store.get(setupKey(r), timeout));
+        auto rec = decodeSetup(v);
+        if (!rec.isOk())
+          return TIDE_ERROR(Code::kDataLoss,
+                            "exec: bad setup record from rank " + std::to_string(r));
+        options.setup->ranks[r] = {rec->registrations, rec->registeredBytes, rec->registerSeconds};
+      }
+    }
+  }
   std::vector<StepStats> out;
   for (int step = 1; step <= options.steps; ++step) {
     VectorSink mine;

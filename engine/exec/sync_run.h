@@ -30,6 +30,12 @@ struct StepStats {
   uint64_t elements = 0, changed = 0;  // sparse / disk-delta: elements encoded, changed
 };
 
+// Every rank's set-up (the plan's register steps, performed): rank 0 of
+// runRank fills it.
+struct SetupStats {
+  std::vector<SetupWork> ranks;  // by rank
+};
+
 struct RankRunOptions {
   ExecOptions exec;
   int steps = 1;
@@ -41,6 +47,8 @@ struct RankRunOptions {
   // runThreads: where runRank notes (nowSeconds) when its step failed, before
   // the executor drops its regions, so the cause can be told from what it caused.
   double* failedAt = nullptr;
+  // Where rank 0 puts every rank's set-up; null: not gathered.
+  SetupStats* setup = nullptr;
 };
 
 // Runs `steps` updates as the transport's rank. Rank 0 gets the aggregated

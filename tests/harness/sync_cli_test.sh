@@ -26,6 +26,13 @@ assert sum(s["verified_bytes"] for s in j["steps"]) == v["verified_bytes"]
 assert all(s["seconds"] > 0 and s["bytes"] > 0 for s in j["steps"])
 assert j["lower_bound_seconds"] > 0 and j["ratio_to_bound"] > 0
 assert j["samples"]["step_seconds"]["values"] == [s["seconds"] for s in j["steps"]]
+# The plan's register steps, performed at set-up on every rank that holds a buffer.
+r = j["work"]["register"]
+assert r["outcome"] == "performed" and r["page_bytes"] > 0, r
+assert 0 < len(r["ranks"]) <= j["ranks"] and r["steps"] == len(r["ranks"]), r
+assert r["pages"] == sum(x["pages"] for x in r["ranks"]) >= r["bytes"] / r["page_bytes"], r
+assert r["registered_bytes"] >= r["bytes"] > 0 and r["seconds_max"] > 0, r
+assert all(x["seconds"] > 0 and x["registrations"] > 0 for x in r["ranks"]), r
 PYEOF
 }
 

@@ -18,7 +18,7 @@ struct PlanFixture {
   plan::Reshard reshard;
 
   PlanFixture(const char* strategy, uint64_t bucketBytes,
-              workloads::DType inferDtype = workloads::DType::kBF16) {
+              workloads::DType inferDtype = workloads::DType::kBF16, bool firstUpdate = false) {
     auto spec = orThrow(workloads::loadModel("tiny-moe"));
     spec.inferDtype = inferDtype;  // tiny-moe serves FP8 (block 16)
     train = orThrow(workloads::parseTrainLayout("tp=2,pp=2,ep=2"));
@@ -39,6 +39,7 @@ struct PlanFixture {
     sync::StrategyOptions o;
     o.bucketBytes = bucketBytes;
     o.chunkBytes = 16 * 1024;
+    o.firstUpdate = firstUpdate;
     auto s = orThrow(sync::createStrategy(strategy));
     plan = orThrow(s->makePlan(sync::SyncProblem{&base, &reshard, &cluster, &train, &infer, o}));
   }
