@@ -1,11 +1,14 @@
 // `tide bench transport`: point-to-point throughput of a transport backend
 // against a reference measured in the same run (see transport_bench.h).
+// `tide bench register`: a backend's registration cost by region size
+// (register_bench.h).
 
 #include <cstdio>
 #include <fstream>
 
 #include "engine/core/units.h"
 #include "harness/command.h"
+#include "harness/transport_bench/register_bench.h"
 #include "harness/transport_bench/transport_bench.h"
 
 namespace tide::harness {
@@ -27,6 +30,35 @@ Result<int> parseSmallCount(const std::string& flag, const std::string& text) {
   if (!v.isOk()) return TIDE_ERROR(Code::kInvalidArgument, flag + ": " + v.status().message());
   if (*v > 1000000) return TIDE_ERROR(Code::kInvalidArgument, flag + " too large: " + text);
   return static_cast<int>(*v);
+}
+
+struct RegisterArgs {
+  std::string backend = "tcp";
+  std::vector<std::string> sizes = {"4MiB", "64MiB", "256MiB"};
+  std::string repetitions = "5";
+  std::vector<std::string> devices;
+  std::string json;
+};
+
+Status writeResult(const std::string& path, const nlohmann::json& result) {
+  if (path.empty()) return Status::ok();
+  std::ofstream out(path, std::ios::trunc);
+  out << result.dump(2) << "\n";
+  if (!out) return TIDE_ERROR(Code::kInternal, "writing " + path + " failed");
+  return Status::ok();
+}
+
+void runRegister(const RegisterArgs& a) {
+  RegisterBenchOptions o;
+  o.backend = a.backend;
+  for (const auto& s : a.sizes) {
+    auto v = parseSize(s);
+    if (!v.isOk()) throw StatusError(v.status().withContext("--sizes"));
+    o.sizes.push_back(*v);
+  }
+  o.repetitions = orThrow(parseSmallCount("--repetitions", a.repetitions));
+  o.devices = a.devices;
+  orThrow(writeResult(a.json, orThrow(runRegisterBench(o))));
 }
 
 void runTransport(const BenchArgs& a) {
@@ -51,11 +83,7 @@ void runTransport(const BenchArgs& a) {
   nlohmann::json result = orThrow(runTransportBench(o));
   if (result.is_null()) return;  // rank 1 of a launched pair: rank 0 reports
   std::printf("%s\n", summarize(result).c_str());
-  if (!a.json.empty()) {
-    std::ofstream out(a.json, std::ios::trunc);
-    out << result.dump(2) << "\n";
-    if (!out) throw StatusError(TIDE_ERROR(Code::kInternal, "writing " + a.json + " failed"));
-  }
+  orThrow(writeResult(a.json, result));
 }
 
 }  // namespace
@@ -81,6 +109,22 @@ void addBenchCommand(CLI::App& app) {
   t->add_option("--json", args->json, "write the result document here");
   t->add_flag("--no-reference", args->noReference, "skip the reference measurement");
   t->callback([args] { runTransport(*args); });
+
+  auto reg = std::make_shared<RegisterArgs>();
+  auto* r = bench->add_subcommand(
+      "register",
+      "Registration cost of a backend by region size: one rank registers a freshly allocated, "
+      "touched buffer (as the executor's set-up does) and deregisters it; median seconds and "
+      "seconds per page");
+  r->add_option("--backend", reg->backend, "tcp | shm | rdma")->capture_default_str();
+  r->add_option("--sizes", reg->sizes, "region sizes (B, KiB, MiB, GiB, KB, MB, GB)")
+      ->delimiter(',')
+      ->capture_default_str();
+  r->add_option("--repetitions", reg->repetitions, "timed repetitions per size")
+      ->capture_default_str();
+  r->add_option("--device", reg->devices, "rdma device(s), e.g. rxe0");
+  r->add_option("--json", reg->json, "write the result document here");
+  r->callback([reg] { runRegister(*reg); });
 }
 
 }  // namespace tide::harness

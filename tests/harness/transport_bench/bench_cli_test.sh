@@ -73,6 +73,26 @@ if "$TIDE" backends | grep -q "^tcp *compiled"; then
   fi
 fi
 
+# tide bench register: one row per size, pages in the host's page size, and
+# one clear error for a bad size or a backend that cannot run here.
+if "$TIDE" bench register --backend shm --sizes 4KiB,1MiB --repetitions 2 \
+    --json "$tmp/reg.json" >"$tmp/out" 2>"$tmp/err"; then
+  python3 - "$tmp/reg.json" "$(getconf PAGESIZE)" <<'PYEOF' || { echo "FAIL: register json"; fails=$((fails + 1)); }
+import json, sys
+j = json.load(open(sys.argv[1])); page = int(sys.argv[2])
+assert j["schema"] == "tide.bench.register/1" and j["page_bytes"] == page, j
+assert [r["bytes"] for r in j["sizes"]] == [4096, 1 << 20], j
+for r in j["sizes"]:
+    assert r["pages"] == -(-r["bytes"] // page), r
+    assert r["register_seconds"] > 0 and r["register_seconds_p5"] <= r["register_seconds_p95"], r
+    assert abs(r["register_seconds_per_page"] * r["pages"] - r["register_seconds"]) < 1e-12, r
+PYEOF
+else
+  echo "FAIL: register bench run"; cat "$tmp/err"; fails=$((fails + 1))
+fi
+"$TIDE" bench register --sizes 0 >"$tmp/out" 2>&1 && { echo "FAIL: --sizes 0 accepted"; fails=$((fails + 1)); }
+grep -q "a region of 0 bytes" "$tmp/out" || { echo "FAIL: no reason for --sizes 0"; cat "$tmp/out"; fails=$((fails + 1)); }
+
 # A failing rank's exit code comes back through tide launch.
 "$TIDE" launch -n 2 -- sh -c 'exit $((TIDE_RANK * 7))' >/dev/null 2>&1
 rc=$?
