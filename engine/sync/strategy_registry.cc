@@ -22,6 +22,7 @@ constexpr StrategyDescriptor kTable[7] = {
         .name = "broadcast",
         .summary = "gather to each pipeline stage head, chain-broadcast buckets to every "
                    "inference rank",
+        .profile = "tide",
         .make = make<BroadcastStrategy>,
         .relaysThroughTargets = true,
     },
@@ -29,6 +30,7 @@ constexpr StrategyDescriptor kTable[7] = {
         .name = "p2p",
         .summary = "one-sided writes of exactly the needed regions, sources balanced over the "
                    "training ranks, from a staging replica registered once",
+        .profile = "tide",
         .make = make<P2pStrategy>,
         .sparseDeltas = true,
     },
@@ -36,6 +38,7 @@ constexpr StrategyDescriptor kTable[7] = {
         .name = "p2p-rr",
         .summary = "p2p's one-sided writes with round-robin sources instead of balanced ones "
                    "(the baseline the balanced assignment is measured against)",
+        .profile = "tide",
         .make = make<P2pRoundRobinStrategy>,
     },
     {
