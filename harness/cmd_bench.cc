@@ -8,6 +8,7 @@
 
 #include "engine/core/units.h"
 #include "harness/command.h"
+#include "harness/run_context.h"
 #include "harness/transport_bench/register_bench.h"
 #include "harness/transport_bench/transport_bench.h"
 
@@ -58,7 +59,9 @@ void runRegister(const RegisterArgs& a) {
   }
   o.repetitions = orThrow(parseSmallCount("--repetitions", a.repetitions));
   o.devices = a.devices;
-  orThrow(writeResult(a.json, orThrow(runRegisterBench(o))));
+  nlohmann::json result = orThrow(runRegisterBench(o));
+  result["context"] = runContext();
+  orThrow(writeResult(a.json, result));
 }
 
 void runTransport(const BenchArgs& a) {
@@ -82,6 +85,7 @@ void runTransport(const BenchArgs& a) {
   }
   nlohmann::json result = orThrow(runTransportBench(o));
   if (result.is_null()) return;  // rank 1 of a launched pair: rank 0 reports
+  result["context"] = runContext();
   std::printf("%s\n", summarize(result).c_str());
   orThrow(writeResult(a.json, result));
 }

@@ -13,6 +13,7 @@
 #include "harness/flag_check.h"
 #include "harness/output_path.h"
 #include "harness/plot_runner.h"
+#include "harness/run_context.h"
 
 namespace tide::harness {
 namespace {
@@ -96,6 +97,7 @@ void run(const CompareArgs& a) {
                         {"new", sets.back().label},
                         {"alpha", a.alpha},
                         {"metrics", nlohmann::json::array()}};
+  out["context"] = runContext();
   for (const auto& r : rows) {
     regressions += r.verdict == Verdict::kRegressed;
     out["metrics"].push_back({{"name", r.name},

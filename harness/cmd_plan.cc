@@ -10,6 +10,7 @@
 #include "engine/core/units.h"
 #include "engine/plan/lower_bound.h"
 #include "harness/command.h"
+#include "harness/run_context.h"
 #include "harness/workload_options.h"
 
 namespace tide::harness {
@@ -84,6 +85,7 @@ void runPlan(const PlanArgs& a) {
     j["planning_seconds"] = planSeconds;
     j["planning_cpu_seconds"] = planCpuSeconds;
     j["peak_rss_bytes"] = rss;
+    j["context"] = runContext();
     std::ofstream out(a.json);
     out << j.dump() << "\n";
     out.close();

@@ -8,6 +8,7 @@
 
 #include "engine/core/status.h"
 #include "harness/command.h"
+#include "harness/run_context.h"
 #include "harness/sim/scenario_plans.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -114,6 +115,7 @@ void runSim(const SimOptions& o) {
                 ratio);
     out["ratio"] = ratio;
   }
+  out["context"] = runContext();
   if (!o.json.empty()) orThrow(sim::writeJsonFile(o.json, out));
   if (!o.events.empty()) orThrow(writeSimEvents(o.events, results));
 }

@@ -7,6 +7,7 @@
 
 #include "engine/core/status.h"
 #include "harness/command.h"
+#include "harness/run_context.h"
 #include "harness/sim/scenario_plans.h"
 #include "sim/report.h"
 #include "sim/rl_pipeline.h"
@@ -82,6 +83,7 @@ void addSimRlCommand(CLI::App& sim) {
                   r.inferenceIdle, r.trainerIdle, hist.c_str());
       out["runs"].push_back(r.toJson());
     }
+    out["context"] = runContext();
     if (!o->json.empty()) orThrow(sim::writeJsonFile(o->json, out));
   });
 }

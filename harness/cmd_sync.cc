@@ -21,6 +21,7 @@
 #include "engine/exec/launcher.h"
 #include "engine/exec/rank_env.h"
 #include "harness/command.h"
+#include "harness/run_context.h"
 #include "harness/sync_args.h"
 #include "harness/sync_chaos.h"
 #include "harness/sync_switch_report.h"
@@ -47,8 +48,10 @@ Status writeEvents(const SyncArgs& a, const std::vector<traces::Event>& events) 
   return Status::ok();
 }
 
-Status writeJson(const std::string& path, const nlohmann::json& j) {
+// Every result document carries the run's context (host, load, build).
+Status writeJson(const std::string& path, nlohmann::json j) {
   if (path.empty()) return Status::ok();
+  j["context"] = runContext();
   std::ofstream out(path);
   out << j.dump(2) << "\n";
   if (!out) return TIDE_ERROR(Code::kUnavailable, "--json " + path + ": cannot write");

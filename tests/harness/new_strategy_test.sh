@@ -57,7 +57,9 @@ TOML
   { cat "$dir/out"; fail "sim"; }
 "$PY" - "$dir/sim.json" <<'PYEOF' || fail "sim json"
 import json, sys
-r = {x["strategy"]: x for x in json.load(open(sys.argv[1]))["results"]}
+doc = json.load(open(sys.argv[1]))
+assert doc["context"]["git_revision"] and doc["context"]["cpus"] > 0, doc["context"]
+r = {x["strategy"]: x for x in doc["results"]}
 for s in ("p2p", "p2p-rr"):
     assert r[s]["seconds"] > 0 and r[s]["lower_bound_seconds"] > 0, r[s]
 # The same bytes reach every inference rank; only the sources differ.

@@ -33,6 +33,7 @@ assert 0 < len(r["ranks"]) <= j["ranks"] and r["steps"] == len(r["ranks"]), r
 assert r["pages"] == sum(x["pages"] for x in r["ranks"]) >= r["bytes"] / r["page_bytes"], r
 assert r["registered_bytes"] >= r["bytes"] > 0 and r["seconds_max"] > 0, r
 assert all(x["seconds"] > 0 and x["registrations"] > 0 for x in r["ranks"]), r
+assert j["context"]["git_revision"] and len(j["context"]["load_average"]) == 3, j["context"]
 PYEOF
 }
 

@@ -44,6 +44,10 @@ ref = d["reference"]
 if sys.argv[2] == "shm":
     assert ref["name"] == "memcpy" and ref["gbps"]["median"] > 0
     assert abs(d["ratio"] - g["median"] / ref["gbps"]["median"]) < 1e-9
+ctx = d["context"]
+for k in ("host", "cpu_model", "cpus", "load_average", "kernel", "compiler", "build_type",
+          "git_revision"):
+    assert k in ctx, k
 PYEOF
 }
 
