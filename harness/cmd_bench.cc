@@ -99,8 +99,8 @@ void addBenchCommand(CLI::App& app) {
   auto* t = bench->add_subcommand(
       "transport",
       "Rank 0 WRITEs --size bytes to rank 1 in --block requests; GB/s (1e9 B/s) vs a reference "
-      "(tcp: iperf3 over loopback; shm: single-thread memcpy). Two threads by default, or two "
-      "processes under `tide launch -n 2 --`");
+      "(tcp: iperf3 -P <streams> over loopback; shm: memcpy by <streams> threads). Two threads by "
+      "default, or two processes under `tide launch -n 2 --`");
   t->add_option("--backend", args->backend, "tcp | shm | rdma | nccl")->capture_default_str();
   t->add_option("--size", args->size, "bytes per repetition (B, KiB, MiB, GiB, KB, MB, GB)")
       ->capture_default_str();

@@ -138,7 +138,11 @@ Result<IperfRun> runIperf3(const std::string& iperf3, uint64_t bytes, int stream
         doc["end"].contains("sum_received") && doc["end"]["sum_received"].is_object()) {
       const auto& recv = doc["end"]["sum_received"];
       double got = recv.value("bytes", 0.0), secs = recv.value("seconds", 0.0);
-      if (got > 0 && secs > 0) return IperfRun{got / secs / 1e9};
+      int streams = 0;
+      if (doc.contains("start") && doc["start"].is_object() &&
+          doc["start"].contains("test_start") && doc["start"]["test_start"].is_object())
+        streams = doc["start"]["test_start"].value("num_streams", 0);
+      if (got > 0 && secs > 0) return IperfRun{got / secs / 1e9, streams};
     }
     lastError = doc.is_object() && doc.contains("error") && doc["error"].is_string()
                     ? doc["error"].get<std::string>()

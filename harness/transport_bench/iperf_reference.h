@@ -11,6 +11,7 @@ namespace tide::harness {
 
 struct IperfRun {
   double gbps = 0;  // received bytes / receiver seconds, in GB/s (1e9 B/s)
+  int streams = 0;  // parallel streams, as iperf3 reports them (start.test_start.num_streams)
 };
 
 // Absolute path of iperf3 in PATH, or "" when it is not installed.

@@ -2,8 +2,10 @@
 // `tide bench transport`: rank 0 WRITEs `bytes` to rank 1 in `block`-sized
 // requests (one batch per repetition), one warm-up then `repetitions` timed
 // runs; reports median/p5/p95 in GB/s (1e9 B/s) next to a reference measured
-// in the same run (shm: single-thread memcpy of the same bytes; tcp: iperf3
-// over loopback). The transferred bytes are checked by checksum.
+// in the same run with the same parallelism (shm: memcpy of the same bytes
+// by --streams threads; tcp: iperf3 -P <streams> over loopback, its stream
+// count checked in its own report). The transferred bytes are checked by
+// checksum.
 //
 // Ranks are two threads of this process, or two processes when the rank
 // environment says so (`tide launch -n 2 -- tide bench transport ...`).

@@ -43,7 +43,10 @@ assert 0 < g["p5"] <= g["median"] <= g["p95"], g
 ref = d["reference"]
 if sys.argv[2] == "shm":
     assert ref["name"] == "memcpy" and ref["gbps"]["median"] > 0
+    assert ref["threads"] == d["streams"], ref  # like for like: as many copy threads
     assert abs(d["ratio"] - g["median"] / ref["gbps"]["median"]) < 1e-9
+if sys.argv[2] == "tcp" and "skipped" not in ref:
+    assert ref["name"] == "iperf3" and ref["streams"] == d["streams"], ref  # iperf3 -P <streams>
 ctx = d["context"]
 for k in ("host", "cpu_model", "cpus", "load_average", "kernel", "compiler", "build_type",
           "git_revision"):
