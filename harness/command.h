@@ -20,5 +20,6 @@ void addTraceCommand(CLI::App& app);
 void addSyncCommand(CLI::App& app);
 void addReproduceCommand(CLI::App& app);
 void addStoreCommand(CLI::App& app);
+void addRegressCommand(CLI::App& app);
 
 }  // namespace tide::harness

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   tide::harness::addSyncCommand(app);
   tide::harness::addReproduceCommand(app);
   tide::harness::addStoreCommand(app);
+  tide::harness::addRegressCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
