@@ -21,5 +21,6 @@ void addSyncCommand(CLI::App& app);
 void addReproduceCommand(CLI::App& app);
 void addStoreCommand(CLI::App& app);
 void addRegressCommand(CLI::App& app);
+void addAbCommand(CLI::App& app);
 
 }  // namespace tide::harness

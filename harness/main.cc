@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   tide::harness::addReproduceCommand(app);
   tide::harness::addStoreCommand(app);
   tide::harness::addRegressCommand(app);
+  tide::harness::addAbCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
