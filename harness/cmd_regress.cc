@@ -7,6 +7,7 @@
 // baselines instead. docs/regressions.md.
 
 #include <fmt/format.h>
+#include <gnu/libc-version.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -173,6 +174,13 @@ void runCheck(const RegressArgs& a) {
     }
     if (run.planted)
       std::printf("NOTE: tide_kernels ran a planted slowdown (TIDE_KERNELS_PLANT)\n");
+    if (!run.kernels.empty()) {
+      const nlohmann::json ctx = runContext();
+      m.inputs[kEnvironmentSource] = {{"cpu", ctx.value("cpu_model", "unknown")},
+                                      {"compiler", ctx.value("compiler", "unknown")},
+                                      {"libc", std::string("glibc ") + gnu_get_libc_version()},
+                                      {"callgrind", run.kernels.front().creator}};
+    }
   }
   auto add = [&](FigureSet fs) {
     for (auto& f : fs.figures)

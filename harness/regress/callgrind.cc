@@ -83,6 +83,8 @@ Result<KernelCount> readCallgrindDump(const std::string& path) {
       compressedName(line.substr(4), fnIds);  // may define a name used later
     } else if (line.rfind("calls=", 0) == 0) {
       callCost = true;
+    } else if (line.rfind("creator: ", 0) == 0) {
+      k.creator = line.substr(9);
     } else if (line.rfind(trigger, 0) == 0) {
       k.kernel = line.substr(trigger.size());
     } else if (line.rfind("totals:", 0) == 0) {

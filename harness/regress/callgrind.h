@@ -22,6 +22,7 @@ struct KernelCount {
   double instructions = 0;
   FunctionProfile functions;  // self Ir of every function
   std::string dump;           // the callgrind file it came from
+  std::string creator;        // "callgrind-3.19.0"
 };
 
 struct CallgrindOptions {

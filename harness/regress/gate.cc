@@ -51,11 +51,28 @@ std::string inputsCause(const Budgets& b, const Measurement& m, const std::strin
   return s;
 }
 
+// Instruction counts hold for one build environment: say so when this run's
+// differs from the one the baselines were recorded in.
+std::string environmentNote(const Budgets& b, const Measurement& m) {
+  auto was = b.inputs.find(kEnvironmentSource);
+  auto now = m.inputs.find(kEnvironmentSource);
+  if (was == b.inputs.end() || now == m.inputs.end()) return "";
+  std::string diff;
+  for (const auto& [part, v] : now->second) {
+    auto it = was->second.find(part);
+    const std::string old = it == was->second.end() ? "?" : it->second;
+    if (old != v) diff += (diff.empty() ? "" : "; ") + part + ": " + old + " -> " + v;
+  }
+  if (diff.empty()) return "";
+  return "the baselines were recorded in another build environment (" + diff +
+         "): counts are not portable, record this one's with --update; ";
+}
+
 std::string instructionsCause(const Budgets& b, const Measurement& m, const std::string& metric,
                               bool up) {
   const std::string kernel = metric.substr(3);
-  std::string s;
-  if (m.planted) s = "a planted slowdown ran (TIDE_KERNELS_PLANT); ";
+  std::string s = environmentNote(b, m);
+  if (m.planted) s += "a planted slowdown ran (TIDE_KERNELS_PLANT); ";
   auto was = b.profile.find(kernel);
   auto now = m.profile.find(kernel);
   if (was == b.profile.end() || now == m.profile.end())

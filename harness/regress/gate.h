@@ -27,6 +27,10 @@ enum class Verdict { kOk, kImproved, kRegressed, kChanged, kNew, kMissing };
 const char* verdictName(Verdict v);
 bool fails(Verdict v);
 
+// The source under which the instruction counts' build environment (CPU,
+// compiler, C library, callgrind) is recorded in the budgets file's inputs.
+inline constexpr const char* kEnvironmentSource = "ir";
+
 struct Measurement {
   std::vector<Figure> figures;  // instruction counts (unit "Ir") and deterministic figures
   std::map<std::string, InputDigests> inputs;

@@ -163,6 +163,25 @@ TEST(Gate, InstructionsFailAboveTheToleranceOnly) {
   EXPECT_FALSE(fails(Verdict::kImproved));
 }
 
+TEST(Gate, InstructionsNameAnotherBuildEnvironment) {
+  Budgets b = sample();
+  b.inputs[kEnvironmentSource] = {{"cpu", "A"}, {"compiler", "gcc 12.2.0"}};
+  Measurement m;
+  m.figures = {{"ir.k1", "Ir", 1200}};
+  m.inputs[kEnvironmentSource] = {{"cpu", "B"}, {"compiler", "gcc 12.2.0"}};
+  auto only = [](const std::string& n) { return n == "ir.k1"; };
+  auto rows = judge(b, m, only);
+  EXPECT_EQ(row(rows, "ir.k1").verdict, Verdict::kRegressed);
+  EXPECT_EQ(row(rows, "ir.k1")
+                .cause.rfind(
+                    "the baselines were recorded in another build environment (cpu: A -> B): ", 0),
+            0u)
+      << row(rows, "ir.k1").cause;
+  m.inputs[kEnvironmentSource]["cpu"] = "A";  // the same environment: no such note
+  rows = judge(b, m, only);
+  EXPECT_EQ(row(rows, "ir.k1").cause.find("another build environment"), std::string::npos);
+}
+
 TEST(Gate, DeterministicFiguresFailOnAnyChangeWithTheirCause) {
   Budgets b = sample();
   Measurement m;
@@ -216,6 +235,7 @@ TEST(Callgrind, ReadsADumpsTotalsAndSelfCosts) {
       "12 1300\n\nfn=(2)\n20 1000\n* 300\n\nfn=(1)\n14 50\n\ntotals: 1500\n");
   KernelCount k = orThrow(readCallgrindDump(f.path()));
   EXPECT_EQ(k.kernel, "delta_encode");
+  EXPECT_EQ(k.creator, "callgrind-3.19.0");
   EXPECT_EQ(k.instructions, 1500);
   EXPECT_EQ(k.functions.at("outer()"), 200);  // 100 + 50 + 50; the call's 1300 is inclusive
   EXPECT_EQ(k.functions.at("inner(int)"), 1300);
