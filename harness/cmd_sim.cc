@@ -1,5 +1,7 @@
 // `tide sim`: the cluster simulator. `tide sim --scenario F.toml` predicts one
-// weight update per strategy; `sim sweep` and `sim rl` are in their own files.
+// weight update per strategy; `tide sim --plan P.json --cluster C` predicts a
+// recorded plan (tide plan --json) on a cluster spec, as `tide validate` does
+// beside a real run; `sim sweep` and `sim rl` are in their own files.
 
 #include <cstdio>
 #include <filesystem>
@@ -7,8 +9,10 @@
 #include <string>
 
 #include "engine/core/status.h"
+#include "engine/core/units.h"
 #include "harness/command.h"
 #include "harness/run_context.h"
+#include "harness/sim/plan_prediction.h"
 #include "harness/sim/scenario_plans.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
@@ -81,7 +85,48 @@ struct SimOptions {
   std::string strategy;
   std::string json;
   std::string events;
+  // --plan mode
+  std::string plan;
+  std::string cluster;
+  std::string chunk = "1MiB";
+  std::string hostTcp = "probe";
 };
+
+// A recorded plan on a cluster spec: the prediction `tide validate` makes
+// beside a real run of that plan, without the run.
+void runPlanSim(const SimOptions& o) {
+  if (!o.scenario.empty() || !o.strategy.empty()) {
+    throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
+                                 "--plan simulates the plan's own strategy on --cluster; drop "
+                                 "--scenario and --strategy"));
+  }
+  if (o.cluster.empty())
+    throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--plan needs --cluster"));
+  auto chunk = parseSize(o.chunk);
+  if (!chunk.isOk()) throw StatusError(chunk.status().withContext("--chunk"));
+  std::ifstream in(o.plan);
+  if (!in) throw StatusError(TIDE_ERROR(Code::kNotFound, "cannot open " + o.plan));
+  nlohmann::json pj = nlohmann::json::parse(in, nullptr, false);
+  if (pj.is_discarded())
+    throw StatusError(TIDE_ERROR(Code::kInvalidArgument, o.plan + ": bad JSON"));
+  plan::TransferPlan p = orThrow(plan::TransferPlan::fromJson(pj));
+  pj = nullptr;  // tens of MB at scale: not kept through the simulation
+  PlanPrediction pred = orThrow(predictPlan(p, o.cluster, *chunk, o.hostTcp));
+  if (pred.hostTcpSource != "none") {
+    std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", pred.hostTcpBps / 1e9,
+                pred.hostTcpSource.c_str());
+  }
+  const sim::StrategyResult& r = pred.result;
+  std::printf("plan %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n", p.strategy.c_str(),
+              o.cluster.c_str(), r.seconds, r.lowerBoundSeconds, r.bottleneck.c_str());
+  nlohmann::json out;
+  out["schema"] = "tide.sim.report/1";
+  out["plan"] = o.plan;
+  out["inputs"] = pred.inputsJson();
+  out["results"] = nlohmann::json::array({r.toJson()});
+  if (!o.json.empty()) orThrow(sim::writeJsonFile(o.json, out));
+  if (!o.events.empty()) orThrow(writeSimEvents(o.events, {r}));
+}
 
 void runSim(const SimOptions& o) {
   if (o.scenario.empty())
@@ -130,11 +175,25 @@ void addSimCommand(CLI::App& app) {
                   "a strategy of `tide strategies` (default: the scenario's list)");
   cmd->add_option("--json", o->json, "write the report as JSON");
   cmd->add_option("--events", o->events, "write per-transfer events (HDF5 trace)");
+  auto* planOpt = cmd->add_option(
+      "--plan", o->plan, "instead of --scenario: a recorded plan (tide plan --json) on --cluster");
+  cmd->add_option("--cluster", o->cluster, "with --plan: cluster spec (preset, file, emulated:...)")
+      ->needs(planOpt);
+  cmd->add_option("--chunk", o->chunk, "with --plan: the broadcast chunk (the plan does not say)")
+      ->capture_default_str()
+      ->needs(planOpt);
+  cmd->add_option("--host-tcp", o->hostTcp,
+                  "with --plan on an emulated cluster: tcp rate between two ranks of one host "
+                  "(RATE), 'probe' to measure it now on 127.0.0.1, or 'none' (unlimited)")
+      ->capture_default_str()
+      ->needs(planOpt);
   addSimSweepCommand(*cmd);
   addSimRlCommand(*cmd);
   cmd->require_subcommand(0, 1);
   cmd->callback([cmd, o] {
-    if (cmd->get_subcommands().empty()) runSim(*o);
+    if (!cmd->get_subcommands().empty()) return;
+    if (!o->plan.empty()) return runPlanSim(*o);
+    runSim(*o);
   });
 }
 

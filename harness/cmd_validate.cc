@@ -1,31 +1,19 @@
 // `tide validate`: the simulator against a real run of the same plan.
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include "engine/core/clock.h"
-#include "engine/core/errno_status.h"
-#include "engine/core/fd.h"
 #include "engine/core/status.h"
 #include "engine/core/units.h"
 #include "engine/plan/transfer_plan.h"
 #include "harness/command.h"
 #include "harness/flag_check.h"
-#include "harness/sim/scenario_plans.h"
-#include "sim/plan_lowering.h"
+#include "harness/sim/plan_prediction.h"
 #include "sim/report.h"
 #include "sim/validation.h"
-#include "workloads/cluster.h"
 
 namespace tide::harness {
 
@@ -39,62 +27,6 @@ nlohmann::json readJson(const std::string& path) {
   } catch (const std::exception& e) {
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument, path + ": bad JSON: " + e.what()));
   }
-}
-
-// One tcp stream over 127.0.0.1 between two threads: `bytes` in 1 MiB
-// writes, timed from the first write to the last byte read. This is the rate
-// of the host that runs every emulated node's ranks, measured now.
-Result<double> loopbackOnce(size_t bytes) {
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!listener.valid()) return TIDE_ERRNO("probe socket");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      ::listen(listener.get(), 1) != 0 ||
-      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return TIDE_ERRNO("probe listen on 127.0.0.1");
-  UniqueFd out(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!out.valid() || ::connect(out.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0)
-    return TIDE_ERRNO("probe connect to 127.0.0.1");
-  UniqueFd in(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-  if (!in.valid()) return TIDE_ERRNO("probe accept");
-  size_t got = 0;
-  std::thread reader([&] {
-    std::vector<char> buf(1 << 20);
-    while (got < bytes) {
-      ssize_t n = ::recv(in.get(), buf.data(), buf.size(), 0);
-      if (n <= 0) break;  // the sender's error is the one reported
-      got += static_cast<size_t>(n);
-    }
-  });
-  std::vector<char> chunk(1 << 20, 'x');
-  Stopwatch sw;
-  size_t sent = 0;
-  Status st = Status::ok();
-  while (sent < bytes) {
-    ssize_t n = ::send(out.get(), chunk.data(), std::min(chunk.size(), bytes - sent), MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      st = TIDE_ERRNO("probe send");
-      break;
-    }
-    sent += static_cast<size_t>(n);
-  }
-  out.reset();  // EOF: the reader stops even if the sender failed
-  reader.join();
-  TIDE_RETURN_IF_ERROR(st);
-  if (got != bytes) return TIDE_ERROR(Code::kDataLoss, "probe: short read on 127.0.0.1");
-  return static_cast<double>(bytes) / std::max(1e-9, sw.seconds());
-}
-
-// Median of three 64 MiB probes, bytes/s.
-double probeLoopbackTcp() {
-  std::vector<double> r;
-  for (int i = 0; i < 3; ++i) r.push_back(orThrow(loopbackOnce(64u << 20)));
-  std::sort(r.begin(), r.end());
-  return r[1];
 }
 
 }  // namespace
@@ -141,27 +73,14 @@ void addValidateCommand(CLI::App& app) {
       clusterName = real["cluster"].get<std::string>();
     if (clusterName.empty())
       throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "no --cluster and the run names none"));
-    workloads::ClusterSpec cluster = orThrow(workloads::loadCluster(clusterName));
-    double hostTcp = 0;
-    std::string hostSource = "none";
-    if (clusterName.rfind("emulated:", 0) == 0 && o->hostTcp != "none") {
-      hostSource = o->hostTcp == "probe" ? "probe" : "given";
-      if (o->hostTcp == "probe") {
-        hostTcp = probeLoopbackTcp();
-      } else {
-        auto rate = parseRate(o->hostTcp);
-        if (!rate.isOk()) throw StatusError(rate.status().withContext("--host-tcp"));
-        hostTcp = *rate;
-      }
-      std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", hostTcp / 1e9,
-                  hostSource.c_str());
+    PlanPrediction pred = orThrow(predictPlan(p, clusterName, chunk, o->hostTcp));
+    if (pred.hostTcpSource != "none") {
+      std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", pred.hostTcpBps / 1e9,
+                  pred.hostTcpSource.c_str());
     }
-    sim::LoweringOptions lo;
-    lo.chunkBytes = static_cast<double>(chunk);
-    lo.hostTcpBps = hostTcp;
-    sim::StrategyResult r = orThrow(sim::simulatePlan(p, cluster, orThrow(planCosts(p)), lo));
+    const sim::StrategyResult& r = pred.result;
     sim::Validation v = orThrow(sim::compareWithReal(
-        real, r.seconds, static_cast<double>(p.summarize().totalBytes), o->threshold / 100));
+        real, r.seconds, static_cast<double>(pred.planBytes), o->threshold / 100));
     std::printf("validate %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n",
                 p.strategy.c_str(), clusterName.c_str(), r.seconds, r.lowerBoundSeconds,
                 r.bottleneck.c_str());
@@ -174,11 +93,7 @@ void addValidateCommand(CLI::App& app) {
     if (!o->json.empty()) {
       auto j = v.toJson();
       // What the prediction was made on, so a recorded result can be rerun.
-      j["cluster"] = clusterName;
-      j["chunk_bytes"] = chunk;
-      j["host_tcp_gbps"] = hostTcp / 1e9;
-      j["host_tcp_source"] = hostSource;
-      j["plan_bytes"] = p.summarize().totalBytes;
+      j.update(pred.inputsJson());
       j["sim_lower_bound_seconds"] = r.lowerBoundSeconds;
       j["sim_bottleneck"] = r.bottleneck;
       orThrow(sim::writeJsonFile(o->json, j));

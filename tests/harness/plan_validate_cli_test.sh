@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `tide plan` plans what `tide sync` moves (same --infer-dtype default), so
-# `tide validate` accepts the pair; the model's FP8 plan is refused on the
+# `tide validate` accepts the pair, and `tide sim --plan` predicts what it
+# predicts; the model's FP8 plan is refused on the
 # byte check; bad input gives one error line and a non-zero exit.
 set -u
 TIDE=$1
@@ -47,6 +48,28 @@ grep -q "GB/s (probe)" "$dir/out" || { cat "$dir/out"; fail "no host probe on an
 grep -q "2.000 GB/s (given)" "$dir/out" || { cat "$dir/out"; fail "--host-tcp 2GB/s not used"; }
 "$PY" -c "import json; j=json.load(open('$dir/val_emu.json')); assert j['host_tcp_source'] == 'given' and abs(j['host_tcp_gbps'] - 2) < 1e-9, j" \
   || fail "val json host tcp"
+# `tide sim --plan` is the same prediction without a real run (what tide
+# reproduce's headline shows beside the run).
+"$TIDE" sim --plan "$dir/plan_p2p.json" --cluster emulated:nodes=2,gpus=8,nic=1Gbps \
+  --host-tcp 2GB/s --json "$dir/sim_emu.json" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "sim --plan"; }
+"$PY" - "$dir/sim_emu.json" "$dir/val_emu.json" "$dir/plan_p2p.json" <<'PYEOF' || fail "sim --plan json"
+import json, sys
+sim, val, plan = (json.load(open(f)) for f in sys.argv[1:])
+assert sim["results"][0]["seconds"] == val["steps"][0]["sim_seconds"] > 0, (sim["results"], val)
+assert sim["inputs"]["plan_bytes"] == plan["summary"]["total_bytes"] == val["plan_bytes"], sim
+assert sim["inputs"]["host_tcp_source"] == "given" and sim["inputs"]["chunk_bytes"] == 1 << 20, sim
+PYEOF
+sbad() {  # expected-substring args...
+  local want=$1; shift
+  "$TIDE" sim "$@" > "$dir/out" 2>&1 && fail "sim accepted: $*"
+  [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "not one line: sim $*"; }
+  grep -q -- "$want" "$dir/out" || { cat "$dir/out"; fail "no '$want' for: sim $*"; }
+}
+sbad "--plan needs --cluster" --plan "$dir/plan_p2p.json"
+sbad "requires --plan" --cluster emulated:nodes=2,gpus=8,nic=1Gbps
+sbad "drop --scenario" --plan "$dir/plan_p2p.json" --cluster h100-ib-8x400:nodes=2 \
+  --scenario "$dir/none.toml"
+sbad "cannot open" --plan "$dir/none.json" --cluster h100-ib-8x400:nodes=2
 "$TIDE" validate "${emu[@]}" --host-tcp fast > "$dir/out" 2>&1 && fail "accepted --host-tcp fast"
 [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "bad --host-tcp: not one line"; }
 

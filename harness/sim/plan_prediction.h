@@ -1,0 +1,38 @@
+#pragma once
+// A recorded plan (tide.plan/1) in the simulator on a cluster spec: the one
+// path by which `tide validate` and `tide sim --plan` predict a real run,
+// so the prediction beside a run and the one a validation checks are the
+// same figure.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "engine/core/status.h"
+#include "engine/plan/transfer_plan.h"
+#include "sim/simulator.h"
+
+namespace tide::harness {
+
+struct PlanPrediction {
+  sim::StrategyResult result;
+  std::string cluster;
+  uint64_t chunkBytes = 0;
+  double hostTcpBps = 0;      // 0: intra-node tcp treated as unlimited
+  std::string hostTcpSource;  // none | probe | given
+  uint64_t planBytes = 0;     // the plan's total: network + intra-node + local
+  // What the prediction was made on, so a recorded result can be rerun.
+  nlohmann::json inputsJson() const;
+};
+
+// `hostTcp`: "probe" (measure one tcp stream on 127.0.0.1 now), a rate
+// ("10Gbps") or "none"; used on emulated clusters only, where every node's
+// ranks share this host.
+[[nodiscard]] Result<PlanPrediction> predictPlan(const plan::TransferPlan& p,
+                                                 const std::string& clusterName,
+                                                 uint64_t chunkBytes, const std::string& hostTcp);
+
+// The tcp rate between two threads of this host on 127.0.0.1 (bytes/s):
+// median of three 64 MiB probes.
+[[nodiscard]] Result<double> probeLoopbackTcp();
+
+}  // namespace tide::harness
