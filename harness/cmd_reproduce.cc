@@ -31,6 +31,7 @@ struct ReproduceArgs {
   std::string source;
   bool noPlots = false;
   bool list = false;
+  bool tinyHeadline = false;
 };
 
 std::string utcNow(const char* format) {
@@ -90,7 +91,7 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
                                         " (run from the source tree or pass --source)"));
   }
   const std::string out = a.out.empty() ? "results/local/" + utcNow("%Y%m%dT%H%M%SZ") : a.out;
-  reproduce::SetOptions so{a.quick, selfExe(), source, out + "/parts"};
+  reproduce::SetOptions so{a.quick, a.tinyHeadline, selfExe(), source, out + "/parts"};
   std::vector<reproduce::Part> parts = reproduce::reproductionSet(so);
   if (!a.only.empty()) {
     std::vector<reproduce::Part> keep;
@@ -127,6 +128,7 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
 
   reproduce::ReportInput in;
   in.quick = a.quick;
+  in.tinyHeadline = a.tinyHeadline;
   in.source = source;
   in.command = invoked;
   in.started = utcNow("%Y-%m-%dT%H:%M:%S");
@@ -218,12 +220,16 @@ void addReproduceCommand(CLI::App& app) {
   cmd->add_option("--source", a->source, "source tree holding scenarios/ and scripts/");
   cmd->add_flag("--no-plots", a->noPlots, "skip the matplotlib figures");
   cmd->add_flag("--list", a->list, "print the parts of the set (with --only: those) and exit");
+  cmd->add_flag("--headline-tiny", a->tinyHeadline,
+                "the headline's real run on tiny-moe (seconds; for tests: too small to show "
+                "p2p vs broadcast)");
   cmd->callback([a, cmd] {
     std::string invoked = "tide reproduce";
     if (a->quick) invoked += " --quick";
     if (!a->out.empty()) invoked += " --out " + a->out;
     if (!a->only.empty()) invoked += " --only " + a->only;
     if (a->noPlots) invoked += " --no-plots";
+    if (a->tinyHeadline) invoked += " --headline-tiny";
     (void)cmd;
     runReproduce(*a, invoked);
   });

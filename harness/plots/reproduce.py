@@ -15,6 +15,7 @@ import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
 DPI = 80
@@ -46,6 +47,7 @@ def events(f, name):
         g = f[f"{base}/{label}/events"]
         names = text(g.attrs["path_names"]).split(",")
         cols = {k: g[k][()] for k in ("t_start", "t_end", "src", "dst", "bytes", "path")}
+        cols["step"] = g["step"][()] if "step" in g else np.zeros(len(cols["t_start"]), int)
         cols["path_names"] = names
         out.append((label, cols))
     return out
@@ -86,6 +88,72 @@ def timeline(f, runs, title, fname, out):
     fig.savefig(f"{out}/{fname}", dpi=DPI)
     plt.close(fig)
     return fname
+
+
+def headline(f, out):
+    """The headline's real runs, one step each (the median step), on one time
+    axis: every transfer per rank, each strategy's lower bound, its measured
+    step time and the simulator's prediction of the same plan."""
+    rows = []
+    for s in ("broadcast", "p2p"):
+        real = document(f, f"headline_sync_{s}")
+        evs = events(f, f"headline_sync_{s}")
+        if not real or not evs or not len(evs[0][1]["t_start"]):
+            return None
+        steps = real.get("steps", [])
+        if not steps:
+            return None
+        # The step whose time is tide sync's median (its "median_step_seconds").
+        med = real["median_step_seconds"]
+        step = min(steps, key=lambda st: abs(st["seconds"] - med))["step"]
+        c = evs[0][1]
+        m = c["step"] == step
+        if not m.any():  # steps numbered otherwise: the events of the last one
+            m = c["step"] == c["step"].max()
+        sim = document(f, f"headline_sim_{s}")
+        pred = sim["results"][0]["seconds"] if sim else None
+        rows.append((s, real, {k: (v[m] if isinstance(v, np.ndarray) else v) for k, v in c.items()},
+                     step, pred))
+    fig, axes = plt.subplots(2, 1, figsize=(10, 6.2), sharex=True)
+    # Path colours that none of the marker lines use.
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:cyan", "tab:olive", "tab:brown",
+              "tab:pink", "tab:gray"]
+    tmax = 0.0
+    for ax, (s, real, c, step, pred) in zip(axes, rows):
+        t0 = float(np.min(c["t_start"]))
+        rank = np.where(c["src"] >= 0, c["src"], c["dst"]).astype(float)
+        for i, p in enumerate(np.unique(c["path"])):
+            m = c["path"] == p
+            segs = np.stack([np.stack([c["t_start"][m] - t0, rank[m]], 1),
+                             np.stack([c["t_end"][m] - t0, rank[m]], 1)], 1)
+            ax.add_collection(LineCollection(segs, colors=[colors[i % len(colors)]],
+                                             linewidths=2, label=c["path_names"][int(p)]))
+        secs = next(st["seconds"] for st in real["steps"] if st["step"] == step)
+        lb = real["lower_bound_seconds"]
+        ax.axvline(lb, color="black", ls="--", lw=1.5, label=f"lower bound {lb:.2f} s")
+        ax.axvline(secs, color="tab:red", lw=1.5, label=f"measured {secs:.2f} s")
+        if pred:
+            ax.axvline(pred, color="tab:purple", ls=":", lw=1.5, label=f"simulated {pred:.2f} s")
+        tmax = max(tmax, secs, lb, pred or 0, float(np.max(c["t_end"])) - t0)
+        ax.set_ylim(-1, float(rank.max()) + 1)
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+        ax.set_ylabel("rank (sender)")
+        ax.set_title(f"{s}: step {step}, {len(c['t_start'])} transfers, "
+                     f"{secs / lb:.2f}x its bound ({real.get('bottleneck', '')})", fontsize=9)
+        ax.legend(loc="upper right", fontsize=7)
+    axes[-1].set_xlim(0, tmax * 1.04)
+    axes[-1].set_xlabel("time since the step's first transfer (s)")
+    b, p = (r[1]["median_step_seconds"] for r in rows)
+    lb_b, lb_p = (r[1]["lower_bound_seconds"] for r in rows)
+    model = rows[0][1].get("model", "")
+    if rows[0][1].get("scale", 1) > 1:
+        model += f" / {rows[0][1]['scale']}"
+    fig.suptitle(f"{model}, real run on the emulated cluster: "
+                 f"p2p {b / p:.2f}x faster than broadcast (bounds: {lb_b / lb_p:.2f}x)")
+    fig.tight_layout()
+    fig.savefig(f"{out}/timeline_headline.png", dpi=DPI)
+    plt.close(fig)
+    return "timeline_headline.png"
 
 
 def sweep(f, out):
@@ -168,11 +236,9 @@ def main():
     out = sys.argv[2]
     with h5py.File(sys.argv[1], "r") as f:
         made = [
+            (headline(f, out), "Headline: real runs per rank on one time axis, lower bounds marked"),
             (timeline(f, ["sim_kimi_broadcast", "sim_kimi_p2p"], "Kimi-K2 weight update, simulated: every transfer per rank",
                       "timeline_sim.png", out), "Timeline per rank, simulated Kimi-K2: broadcast vs p2p"),
-            (timeline(f, ["sync_emulated_broadcast", "sync_emulated_p2p"],
-                      "Real weight update on the emulated cluster: every transfer per rank",
-                      "timeline_emulated.png", out), "Timeline per rank, real run on the emulated cluster"),
             (timeline(f, ["sync_threads_broadcast", "sync_threads_p2p"],
                       "Real weight update (ranks as threads): every transfer per rank",
                       "timeline_sync.png", out), "Timeline per rank, real run (ranks as threads): broadcast vs p2p"),

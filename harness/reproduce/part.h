@@ -31,9 +31,10 @@ struct PartResult {
 
 struct SetOptions {
   bool quick = false;
-  std::string tide;     // the tide binary
-  std::string source;   // source tree (scenarios/, scripts/)
-  std::string partDir;  // where parts write their files
+  bool tinyHeadline = false;  // the headline on tiny-moe (headline.h), for tests
+  std::string tide;           // the tide binary
+  std::string source;         // source tree (scenarios/, scripts/)
+  std::string partDir;        // where parts write their files
 };
 
 // The simulated Kimi-K2 rows: the part "sim_kimi_<design>" simulates the

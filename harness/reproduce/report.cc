@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
 #include "traces/results_file.h"
 
@@ -65,19 +66,6 @@ std::string runOutput(const char* cmd) {
   return out;
 }
 
-const RunRecord* findRun(const ReportInput& in, const std::string& name) {
-  for (const auto& r : in.runs) {
-    if (r.part.name == name) return &r;
-  }
-  return nullptr;
-}
-
-nlohmann::json docOf(const ReportInput& in, const std::string& name) {
-  const RunRecord* r = findRun(in, name);
-  if (!r || r->result.status != "ok" || r->part.documents.empty()) return nullptr;
-  return readJson(r->part.documents[0].second);
-}
-
 std::string fmtValue(double v) {
   if (v == 0) return "0";
   if (v >= 100) return fmt::format("{:.1f}", v);
@@ -87,13 +75,26 @@ std::string fmtValue(double v) {
 
 }  // namespace
 
+const RunRecord* findRun(const ReportInput& in, const std::string& name) {
+  for (const auto& r : in.runs) {
+    if (r.part.name == name) return &r;
+  }
+  return nullptr;
+}
+
+nlohmann::json partDocument(const ReportInput& in, const std::string& name, bool anyStatus) {
+  const RunRecord* r = findRun(in, name);
+  if (!r || (!anyStatus && r->result.status != "ok") || r->part.documents.empty()) return nullptr;
+  return readJson(r->part.documents[0].second);
+}
+
 std::vector<Figure> collectFigures(const ReportInput& in) {
   std::vector<Figure> f;
   const char* kSim = "Kimi-K2 weight update, simulated (scenarios/kimi-k2-miles.toml)";
   for (const auto& row : reproduce::kKimiSimRows) {
     const char* s = row.strategy;
     std::string part = std::string("sim_kimi_") + row.design;
-    nlohmann::json j = docOf(in, part);
+    nlohmann::json j = partDocument(in, part);
     double secs = 0, lb = 0;
     if (!num(j, "/results/0/seconds", &secs)) continue;
     for (const auto& p : in.published) {
@@ -114,8 +115,8 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
   }
   {
     double b = 0, p = 0;
-    if (num(docOf(in, "sim_kimi_broadcast"), "/results/0/seconds", &b) &&
-        num(docOf(in, "sim_kimi_p2p"), "/results/0/seconds", &p) && p > 0) {
+    if (num(partDocument(in, "sim_kimi_broadcast"), "/results/0/seconds", &b) &&
+        num(partDocument(in, "sim_kimi_p2p"), "/results/0/seconds", &p) && p > 0) {
       double pb = 0, pp = 0;
       for (const auto& pub : in.published) {
         if (!pub.primary()) continue;
@@ -128,7 +129,7 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
   }
   for (const char* s : {"broadcast", "p2p"}) {
     std::string part = std::string("plan_kimi_") + s;
-    nlohmann::json j = docOf(in, part);
+    nlohmann::json j = partDocument(in, part);
     double lb = 0, ps = 0;
     if (num(j, "/lower_bound/seconds", &lb)) {
       f.push_back({"Kimi-K2 transfer plan", std::string(s) + " lower bound", "s", lb, "", 0, part});
@@ -141,23 +142,22 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
                    "target", 5.0, part});
     }
   }
-  for (const char* kind : {"threads", "emulated"}) {
-    for (const char* s : {"broadcast", "p2p"}) {
-      std::string part = std::string("sync_") + kind + "_" + s;
-      nlohmann::json j = docOf(in, part);
-      if (!j.is_object() || !j.contains("steps") || j["steps"].empty()) continue;
-      std::vector<double> secs;
-      for (const auto& st : j["steps"]) secs.push_back(st.value("seconds", 0.0));
-      std::sort(secs.begin(), secs.end());
-      double med = secs[secs.size() / 2], lb = 0;
-      num(j, "/lower_bound_seconds", &lb);
-      f.push_back({std::string("Real weight update (tiny-moe, verified bit-exact), ") + kind,
-                   std::string(s) + " step, median", "s", med, lb > 0 ? "lower bound" : "", lb,
-                   part});
-    }
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string part = std::string("sync_threads_") + s;
+    nlohmann::json j = partDocument(in, part);
+    if (!j.is_object() || !j.contains("steps") || j["steps"].empty()) continue;
+    std::vector<double> secs;
+    for (const auto& st : j["steps"]) secs.push_back(st.value("seconds", 0.0));
+    std::sort(secs.begin(), secs.end());
+    double med = secs[secs.size() / 2], lb = 0;
+    num(j, "/lower_bound_seconds", &lb);
+    f.push_back(
+        {"Real weight update (tiny-moe, ranks as threads over tcp loopback, verified "
+         "bit-exact)",
+         std::string(s) + " step, median", "s", med, lb > 0 ? "lower bound" : "", lb, part});
   }
   {
-    nlohmann::json j = docOf(in, "rollout");
+    nlohmann::json j = partDocument(in, "rollout");
     const nlohmann::json* paths = nullptr;
     if (j.is_object()) {
       for (const auto& key : {"paths", "side_by_side"}) {
@@ -182,7 +182,7 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
   }
   for (const char* b : {"tcp", "shm", "rdma"}) {
     std::string part = std::string("transport_") + b;
-    nlohmann::json j = docOf(in, part);
+    nlohmann::json j = partDocument(in, part);
     double v = 0, ref = 0;
     if (!num(j, "/gbps/median", &v)) continue;
     std::string refName =
@@ -192,7 +192,7 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
                  "GB/s", v, refName, ref, part});
   }
   {
-    nlohmann::json j = docOf(in, "delta_bench");
+    nlohmann::json j = partDocument(in, "delta_bench");
     if (j.is_object() && j.contains("benchmarks")) {
       for (const auto& bm : j["benchmarks"]) {
         if (bm.value("aggregate_name", "") != "median") continue;
@@ -241,6 +241,7 @@ nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& fig
           {"environment", env},
           {"failed", failed},
           {"skipped", skipped},
+          {"headline", headlineJson(in)},
           {"parts", parts},
           {"figures", figs}};
 }
@@ -251,6 +252,10 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
   md += "# tide reproduction report\n\n";
   md += fmt::format("Set: **{}**. Command: `{}`. Started {} UTC, {:.0f} s in all.\n\n",
                     in.quick ? "quick" : "full", in.command, in.started, in.seconds);
+  md += headlineMarkdown(headlineJson(in));
+  for (const auto& [file, caption] : pngs) {
+    if (file == kHeadlineFigure) md += "![" + caption + "](" + file + ")\n\n";
+  }
   md +=
       "Bandwidth in GB/s = 1e9 B/s. The ratio is figure / reference; every figure here was "
       "measured or simulated in this run (references marked \"published\" come from the "
@@ -274,10 +279,12 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
     }
     md += "\n";
   }
-  if (!pngs.empty()) {
+  if (pngs.size() > 1 || (pngs.size() == 1 && pngs[0].first != kHeadlineFigure)) {
     md += "## Figures\n\n";
-    for (const auto& [file, caption] : pngs)
-      md += "### " + caption + "\n\n![" + caption + "](" + file + ")\n\n";
+    for (const auto& [file, caption] : pngs) {
+      if (file != kHeadlineFigure)
+        md += "### " + caption + "\n\n![" + caption + "](" + file + ")\n\n";
+    }
   }
   md += "## Parts\n\n| part | status | wall time (s) | note |\n|---|---|---:|---|\n";
   for (const auto& r : in.runs) {

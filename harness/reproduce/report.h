@@ -31,15 +31,22 @@ struct RunRecord {
 
 struct ReportInput {
   bool quick = false;
-  std::string source;   // source tree: shown commands are relative to it
-  std::string command;  // the reproduce command line
-  std::string started;  // UTC ISO time
+  bool tinyHeadline = false;  // the headline ran on tiny-moe (headline.h)
+  std::string source;         // source tree: shown commands are relative to it
+  std::string command;        // the reproduce command line
+  std::string started;        // UTC ISO time
   double seconds = 0;
   std::vector<std::pair<std::string, std::string>> environment;
   std::vector<RunRecord> runs;
   // Published figures of the simulated scenario.
   std::vector<sim::Scenario::Published> published;
 };
+
+// The record of a part, or null when it was not in the set.
+const RunRecord* findRun(const ReportInput& in, const std::string& name);
+// A part's first JSON document: null when the part did not end "ok" (unless
+// `anyStatus`) or wrote none.
+nlohmann::json partDocument(const ReportInput& in, const std::string& name, bool anyStatus = false);
 
 // Reads the parts' documents (missing ones are ignored: a failed part).
 std::vector<Figure> collectFigures(const ReportInput& in);
