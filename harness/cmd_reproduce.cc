@@ -32,6 +32,7 @@ struct ReproduceArgs {
   bool noPlots = false;
   bool list = false;
   bool tinyHeadline = false;
+  std::string history;  // where summary.json is appended ("" = by --out, see below)
 };
 
 std::string utcNow(const char* format) {
@@ -197,6 +198,20 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
   in.seconds = total.seconds();
   nlohmann::json summary = reproduce::summaryJson(in, figures);
   std::ofstream(out + "/summary.json") << summary.dump(2) << "\n";
+  // The history tide compare reads (`tide compare results/history/A.json
+  // B.json`, or the whole folder with --plot): a run in the default place
+  // appends to the source tree's; one with --out only where --history says.
+  const std::string history =
+      !a.history.empty() ? a.history : (a.out.empty() ? source + "/results/history" : "");
+  if (!history.empty()) {
+    mkdirs(history);
+    const std::string entry = history + "/" + utcNow("%Y%m%dT%H%M%SZ") +
+                              (a.quick ? "-quick" : "-full") + ".json";
+    std::ofstream h(entry);
+    h << summary.dump(2) << "\n";
+    if (!h) throw StatusError(TIDE_ERROR(Code::kUnavailable, "--history: cannot write " + entry));
+    std::printf("history   %s\n", entry.c_str());
+  }
   std::ofstream(out + "/REPORT.md") << reproduce::reportMarkdown(in, figures, pngs);
   int failed = summary["failed"].get<int>(), skipped = summary["skipped"].get<int>();
   std::printf("reproduce: %d ok, %d skipped, %d failed in %s; %s/REPORT.md\n", n - failed - skipped,
@@ -219,6 +234,9 @@ void addReproduceCommand(CLI::App& app) {
   cmd->add_option("--only", a->only, "comma-separated part names to run");
   cmd->add_option("--source", a->source, "source tree holding scenarios/ and scripts/");
   cmd->add_flag("--no-plots", a->noPlots, "skip the matplotlib figures");
+  cmd->add_option("--history", a->history,
+                  "append summary.json here (default: the source tree's results/history when "
+                  "--out is not given)");
   cmd->add_flag("--list", a->list, "print the parts of the set (with --only: those) and exit");
   cmd->add_flag("--headline-tiny", a->tinyHeadline,
                 "the headline's real run on tiny-moe (seconds; for tests: too small to show "
@@ -229,6 +247,7 @@ void addReproduceCommand(CLI::App& app) {
     if (!a->out.empty()) invoked += " --out " + a->out;
     if (!a->only.empty()) invoked += " --only " + a->only;
     if (a->noPlots) invoked += " --no-plots";
+    if (!a->history.empty()) invoked += " --history " + a->history;
     if (a->tinyHeadline) invoked += " --headline-tiny";
     (void)cmd;
     runReproduce(*a, invoked);

@@ -231,6 +231,15 @@ nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& fig
     }
     figs.push_back(j);
   }
+  // For tide compare (result_set.h): every figure whose better direction
+  // its unit says, one sample each, named part/figure.
+  nlohmann::json samples = nlohmann::json::object();
+  for (const auto& x : figures) {
+    const char* better = x.unit == "s" ? "lower" : x.unit == "GB/s" ? "higher" : nullptr;
+    const std::string key = x.part + "/" + x.name;
+    if (better && !samples.contains(key))
+      samples[key] = {{"values", {x.value}}, {"unit", x.unit}, {"better", better}};
+  }
   nlohmann::json env = nlohmann::json::object();
   for (const auto& [k, v] : in.environment) env[k] = v;
   return {{"schema", "tide.reproduce/1"},
@@ -243,7 +252,8 @@ nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& fig
           {"skipped", skipped},
           {"headline", headlineJson(in)},
           {"parts", parts},
-          {"figures", figs}};
+          {"figures", figs},
+          {"samples", samples}};
 }
 
 std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& figures,

@@ -58,6 +58,25 @@ for row in '| miles-p2p time | [0-9.]* | s | published | 7.227 s' \
   grep -q -- "$row" "$dir/s/REPORT.md" || { cat "$dir/s/REPORT.md"; fail "no row: $row"; }
 done
 
+# A run with --history appends its summary there (--out alone does not),
+# and tide compare reads two entries of the history.
+[ -e "$dir/src/results/history" ] && fail "--out alone wrote a history"
+for i in 1 2; do
+  "$TIDE" reproduce --quick --source "$dir/src" --out "$dir/h$i" --only sim_kimi_p2p --no-plots \
+    --history "$dir/hist" > "$dir/out" 2>&1 || { cat "$dir/out"; fail "history run $i"; }
+  sleep 1  # entries are named by the second
+done
+[ "$(ls "$dir/hist" | wc -l)" -eq 2 ] || { ls "$dir/hist"; fail "history has not 2 entries"; }
+"$PY" - "$dir"/hist/*.json <<'PYEOF' || fail "history entry"
+import json, sys
+for f in sys.argv[1:]:
+    j = json.load(open(f))
+    s = j["samples"]["sim_kimi_p2p/miles-p2p time"]
+    assert s["unit"] == "s" and s["better"] == "lower" and len(s["values"]) == 1, s
+PYEOF
+"$TIDE" compare "$dir"/hist/*.json > "$dir/out" 2>&1 || { cat "$dir/out"; fail "compare of the history"; }
+grep -q "sim_kimi_p2p/miles-p2p time" "$dir/out" || { cat "$dir/out"; fail "compare lost a figure"; }
+
 # The quick set skips the SoftRoCE guest with a reason, exit 0.
 "$TIDE" reproduce --quick --source "$dir/src" --out "$dir/q" --only transport_rdma --no-plots \
   > "$dir/out" 2>&1 || { cat "$dir/out"; fail "quick skip must exit 0"; }
