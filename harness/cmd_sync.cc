@@ -58,9 +58,11 @@ Status writeJson(const std::string& path, nlohmann::json j) {
   return Status::ok();
 }
 
+// rankEnv: for a launched run, whose variables told the ranks who they are
+// ("TIDE" from tide launch, "OpenMPI", "Slurm", "torchrun", ...).
 Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::StepStats>& steps,
-              const std::string& mode, const exec::ExecReport& extra,
-              const exec::SetupStats& setup) {
+              const std::string& mode, const exec::ExecReport& extra, const exec::SetupStats& setup,
+              const std::string& rankEnv = "") {
   nlohmann::json j;
   j["schema"] = "tide.sync/1";
   j["strategy"] = p.strategy;
@@ -74,6 +76,7 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   j["cluster"] = p.w->cluster.name;
   j["ranks"] = p.plan.ranks.size();
   j["ranks_as"] = mode;
+  if (!rankEnv.empty()) j["rank_env"] = rankEnv;
   j["lower_bound_seconds"] = p.bound.seconds;
   j["bottleneck"] = p.bound.bottleneck.name;
   j["lower_bound"] = p.bound.toJson();
@@ -194,6 +197,7 @@ void runWorker(const SyncArgs& a) {
   transport::TransportConfig c = transportConfig(a);
   c.rank = env.rank;
   c.worldSize = env.worldSize;
+  c.listenAddress = orThrow(exec::listenAddressFor(env));
   if (const char* prefix = std::getenv(kNetnsEnv)) {
     const int node = static_cast<int>(p.plan.ranks[env.rank].node);
     orThrow(exec::enterNamespace(exec::EmulatedCluster::nodeNamespace(prefix, node)));
@@ -220,8 +224,8 @@ void runWorker(const SyncArgs& a) {
   if (env.rank != 0) return;
   orThrow(writeEvents(a, events.events()));
   const char* prefix = std::getenv(kNetnsEnv);
-  orThrow(
-      report(a, p, steps, prefix ? "processes in network namespaces" : "processes", extra, setup));
+  orThrow(report(a, p, steps, prefix ? "processes in network namespaces" : "processes", extra,
+                 setup, env.source));
 }
 
 void runSyncWith(const SyncArgs& a, const Prepared& p);
@@ -392,8 +396,12 @@ void addSyncCommand(CLI::App& app) {
   cmd->add_option("--corrupt-rank", a->corruptRank,
                   "testing: flip one byte of this rank's inference shard after the first "
                   "update's transfer (verification must then fail the run)");
-  cmd->add_flag("--worker", a->worker, "internal: one rank of a launched run")
-      ->group("");  // hidden
+  // The multi-host contract: a launcher starts one such process per rank
+  // with the rank environment (engine/exec/rank_env.h), all with the same
+  // arguments; rank 0 hosts the rendezvous store and writes the result.
+  cmd->add_flag("--worker", a->worker,
+                "run as one rank of a launched run: tide launch, mpirun, Slurm or torchrun set "
+                "the rank, world size, master address/port and run token");
   cmd->callback([a] { runSync(*a); });
 
   auto* cl = app.add_subcommand("cluster", "emulated cluster housekeeping");

@@ -1,7 +1,14 @@
 #include "engine/exec/rank_env.h"
 
-#include <cstdlib>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 
+#include <cstdlib>
+#include <cstring>
+
+#include "engine/core/errno_status.h"
+#include "engine/core/fd.h"
 #include "engine/core/units.h"
 #include "engine/exec/tcp_store.h"
 
@@ -89,7 +96,38 @@ Result<RankEnv> readRankEnv(const EnvLookup& lookupIn) {
                       "(tide launch does this; with mpirun use -x TIDE_RUN_TOKEN)");
   auto ext = lookup("TIDE_STORE_EXTERNAL");
   env.storeExternal = ext && *ext == "1";
+  if (auto l = lookup("TIDE_LISTEN_ADDR")) env.listenAddress = *l;
   return env;
+}
+
+Result<std::string> listenAddressFor(const RankEnv& env) {
+  if (!env.listenAddress.empty()) return env.listenAddress;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(env.masterAddr.c_str(), nullptr, &hints, &res); rc != 0 || !res)
+    return TIDE_ERROR(
+        Code::kInvalidArgument,
+        "master address '" + env.masterAddr + "' does not resolve to IPv4: " + gai_strerror(rc));
+  sockaddr_in master{};
+  std::memcpy(&master, res->ai_addr, sizeof master);
+  freeaddrinfo(res);
+  if ((ntohl(master.sin_addr.s_addr) >> 24) == 127) return std::string("127.0.0.1");
+  // A connected UDP socket sends nothing; the kernel picks the route and
+  // with it the source address.
+  UniqueFd fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return TIDE_ERRNO("socket");
+  master.sin_port = htons(static_cast<uint16_t>(env.masterPort ? env.masterPort : 9));
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&master), sizeof master) != 0)
+    return TIDE_ERRNO("no route to the master " + env.masterAddr);
+  sockaddr_in local{};
+  socklen_t len = sizeof local;
+  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len) != 0)
+    return TIDE_ERRNO("getsockname");
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &local.sin_addr, buf, sizeof buf);
+  return std::string(buf);
 }
 
 Result<std::unique_ptr<Store>> connectStore(const RankEnv& env, double connectTimeoutSeconds) {

@@ -9,6 +9,8 @@
 //   token       TIDE_RUN_TOKEN | TORCHELASTIC_RUN_ID | SLURM_JOB_ID.SLURM_STEP_ID
 //   store host  TIDE_STORE_EXTERNAL=1: the store is served by someone else
 //               (tide launch), so rank 0 connects like the others.
+//   listen      TIDE_LISTEN_ADDR: the address this rank's tcp transport
+//               listens on and gives its peers (see listenAddressFor).
 //
 // The token keeps ranks of different runs apart; it is not a secret against
 // other users who can read the environment of the job.
@@ -30,7 +32,8 @@ struct RankEnv {
   int masterPort = 0;
   std::string token;
   bool storeExternal = false;
-  std::string source;  // which variables were used, for messages ("TIDE", "OMPI", ...)
+  std::string listenAddress;  // TIDE_LISTEN_ADDR (empty: not set)
+  std::string source;         // which variables were used, for messages ("TIDE", "OMPI", ...)
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
@@ -38,6 +41,12 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 // Reads the process environment (or `lookup`, for tests). Returns nullopt-like
 // kNotFound when no rank variables are set at all (a single, unlaunched process).
 Result<RankEnv> readRankEnv(const EnvLookup& lookup = {});
+
+// The address a rank's transport listens on and publishes to its peers:
+// TIDE_LISTEN_ADDR; else loopback when the master is on loopback (one host);
+// else this host's source address on its route to the master, the address
+// the other hosts reach it by.
+Result<std::string> listenAddressFor(const RankEnv& env);
 
 // Rank 0 hosts the store on masterAddr:masterPort unless storeExternal; the
 // others connect, retrying for connectTimeoutSeconds.

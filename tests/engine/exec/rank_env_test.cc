@@ -61,6 +61,24 @@ TEST(RankEnv, OtherLaunchers) {
   EXPECT_EQ("127.0.0.1", torch.masterAddr);
 }
 
+TEST(RankEnv, ListenAddress) {
+  std::map<std::string, std::string> m = {{"OMPI_COMM_WORLD_RANK", "1"},
+                                          {"OMPI_COMM_WORLD_SIZE", "2"},
+                                          {"TIDE_MASTER_ADDR", "127.0.0.2"},
+                                          {"TIDE_MASTER_PORT", "1234"},
+                                          {"TIDE_RUN_TOKEN", "t"}};
+  // A master on loopback: one host, the ranks listen on loopback.
+  auto e = orThrow(readRankEnv(envOf(m)));
+  EXPECT_EQ("", e.listenAddress);
+  EXPECT_EQ("127.0.0.1", orThrow(listenAddressFor(e)));
+  e.masterAddr = "localhost";
+  EXPECT_EQ("127.0.0.1", orThrow(listenAddressFor(e)));
+  // Named explicitly, it wins.
+  m["TIDE_LISTEN_ADDR"] = "198.51.100.7";
+  e = orThrow(readRankEnv(envOf(m)));
+  EXPECT_EQ("198.51.100.7", orThrow(listenAddressFor(e)));
+}
+
 TEST(RankEnv, BadInputIsClear) {
   EXPECT_EQ(Code::kNotFound, readRankEnv(envOf({})).status().code());
   auto bad = readRankEnv(envOf({{"TIDE_RANK", "-1"}, {"TIDE_WORLD_SIZE", "2"}}));
