@@ -1,7 +1,8 @@
 // `tide sync`: plan a weight update and run it for real, K times, on a
 // transport: ranks as threads of this process, as local processes, or as
 // processes in the network namespaces of an emulated cluster
-// (--cluster emulated:nodes=N,gpus=G,nic=RATE). Every update is verified
+// (--cluster emulated:nodes=N,gpus=G,nic=RATE; with --backend rdma, one
+// rxe device per node on shaped links instead). Every update is verified
 // bit-exact; the JSON reports step times, bytes, the plan's lower bound and
 // the ratio to it; --events / --trace write every transfer as a trace event.
 
@@ -20,10 +21,12 @@
 #include "engine/exec/emulated_cluster.h"
 #include "engine/exec/launcher.h"
 #include "engine/exec/rank_env.h"
+#include "engine/exec/rxe_cluster.h"
 #include "harness/command.h"
 #include "harness/run_context.h"
 #include "harness/sync_args.h"
 #include "harness/sync_chaos.h"
+#include "harness/sync_rxe.h"
 #include "harness/sync_switch_report.h"
 #include "harness/sync_work_report.h"
 #include "traces/event_writer.h"
@@ -203,6 +206,11 @@ void runWorker(const SyncArgs& a) {
     orThrow(exec::enterNamespace(exec::EmulatedCluster::nodeNamespace(prefix, node)));
     c.listenAddress = exec::EmulatedCluster::nodeAddress(node);
   }
+  if (const char* prefix = std::getenv(kRxeEnv)) {
+    // Each node's ranks use that node's rxe device, whose links are shaped.
+    c.devices = {
+        exec::RxeCluster::deviceName(prefix, static_cast<int>(p.plan.ranks[env.rank].node))};
+  }
   auto store = orThrow(exec::connectStore(env, a.timeout));
   PrefixStore transportStore(*store, "transport/");
   PrefixStore execStore(*store, "exec/");
@@ -223,9 +231,10 @@ void runWorker(const SyncArgs& a) {
   auto steps = orThrow(std::move(run));
   if (env.rank != 0) return;
   orThrow(writeEvents(a, events.events()));
-  const char* prefix = std::getenv(kNetnsEnv);
-  orThrow(report(a, p, steps, prefix ? "processes in network namespaces" : "processes", extra,
-                 setup, env.source));
+  const char* mode = std::getenv(kNetnsEnv) ? "processes in network namespaces"
+                     : std::getenv(kRxeEnv) ? "processes on one rxe device per node"
+                                            : "processes";
+  orThrow(report(a, p, steps, mode, extra, setup, env.source));
 }
 
 void runSyncWith(const SyncArgs& a, const Prepared& p);
@@ -258,15 +267,10 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
                                  "an emulated cluster runs its ranks as processes "
                                  "(drop --ranks threads)"));
   }
-  if (p.emulated && a.backend == "rdma") {
-    // Shaping is tc on each node's veth: a hardware NIC's RDMA traffic never
-    // passes it, and rdma_rxe (6.1) cannot send from a namespace other than
-    // the initial one (measured: QP errors between two namespaces).
-    throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
-                                 "an emulated cluster shapes tcp between network namespaces; rdma "
-                                 "bypasses that shaping (run rdma on a cluster spec, e.g. "
-                                 "--cluster h800-roce:nodes=2, in the SoftRoCE guest)"));
-  }
+  // rdma on an emulated cluster runs on one rxe device per node in the
+  // initial namespace (rdma_rxe sends from no other): rxe_cluster.h.
+  // (--chaos is tcp only: refused before this.)
+  const bool rxe = p.emulated && a.backend == "rdma";
   if (!processes) {
     workloads::SyntheticWeights weights(p.w->inventory, p.replay.routing, p.replay.rl, a.steps);
     traces::MemoryEventSink events;
@@ -292,6 +296,7 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
   lo.ranks = static_cast<int>(p.plan.ranks.size());
   lo.command = workerArgv(a);
   std::unique_ptr<exec::EmulatedCluster> cluster;
+  std::unique_ptr<exec::RxeCluster> rxeCluster;
   struct sigaction sa {
   }, oldInt{}, oldTerm{};
   sa.sa_handler = onSignal;
@@ -302,7 +307,14 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
     sigaction(SIGINT, &oldInt, nullptr);
     sigaction(SIGTERM, &oldTerm, nullptr);
   };
-  if (p.emulated) {
+  if (rxe) {
+    auto c = startRxeCluster(a, p, lo);
+    if (!c.isOk()) {
+      restore();
+      throw StatusError(c.status());
+    }
+    rxeCluster = std::move(*c);
+  } else if (p.emulated) {
     const int nodes = plan::nodesNeeded(p.plan, p.w->cluster.gpusPerNode);
     auto c = exec::EmulatedCluster::create(nodes, p.w->cluster.nicBps * p.w->cluster.nicsPerNode);
     if (!c.isOk()) {
@@ -323,8 +335,9 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
   lo.interrupted = &gInterrupted;  // a Ctrl-C before the launcher's handlers are in
   if (!gInterrupted)
     code = a.chaos.on() ? runChaos(a, p, cluster.get(), gInterrupted) : exec::launch(lo);
-  if (cluster) {
-    Status s = cluster->teardown();
+  if (rxeCluster && code.isOk() && *code == 0) reportRxeLinks(a, *rxeCluster);
+  for (Status s : {cluster ? cluster->teardown() : Status::ok(),
+                   rxeCluster ? rxeCluster->teardown() : Status::ok()}) {
     if (!s.isOk()) std::fprintf(stderr, "tide: warning: teardown: %s\n", s.toString().c_str());
   }
   restore();
@@ -410,6 +423,11 @@ void addSyncCommand(CLI::App& app) {
   clean->callback([] {
     const int n = orThrow(exec::EmulatedCluster::cleanupAll());
     std::printf("removed %d leftover namespaces/links\n", n);
+    // An rxe cluster's leftovers exist only where rdma_rxe does.
+    if (std::filesystem::exists("/sys/module/rdma_rxe")) {
+      const int r = orThrow(exec::RxeCluster::cleanupAll());
+      std::printf("removed %d leftover rxe devices/links\n", r);
+    }
   });
 }
 

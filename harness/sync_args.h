@@ -17,6 +17,9 @@ namespace tide::harness {
 
 // The environment variable that names an emulated cluster's namespaces.
 inline constexpr const char* kNetnsEnv = "TIDE_SYNC_NETNS_PREFIX";
+// The environment variable that names an rxe cluster's devices (rdma on an
+// emulated cluster: rxe_cluster.h).
+inline constexpr const char* kRxeEnv = "TIDE_SYNC_RXE_PREFIX";
 
 // --chaos: a soak with faults; the driver draws the schedule from the seed.
 struct ChaosArgs {

@@ -12,7 +12,7 @@
 # Modules the guest needs; their dependencies are added from modules.dep.
 # rdma_rxe asks the crypto API for "crc32" at device creation, which needs
 # crc32_generic loaded (the guest has no modprobe to load it on demand).
-SR_MODULES=(virtio_pci virtio_console 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs rdma_ucm dummy veth)
+SR_MODULES=(virtio_pci virtio_console 9pnet_virtio 9p crc32_generic rdma_rxe ib_uverbs rdma_ucm dummy veth bridge sch_htb)
 
 # Echoes the kernel package to use: $TIDE_SOFTROCE_KERNEL_PKG, else the one
 # Debian's linux-image-amd64 depends on, else the newest one in the cache.
