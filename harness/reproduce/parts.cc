@@ -186,6 +186,24 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
          {{"result", d + n + ".json"}},
          {}});
   }
+  // p2p vs broadcast over rdma on the emulated RDMA cluster: one rxe device
+  // per node on HTB-shaped links, in the SoftRoCE guest (docs/sync.md).
+  for (const char* s : {"broadcast", "p2p"}) {
+    std::string n = std::string("sync_rxe_") + s;
+    parts.push_back(
+        {n,
+         std::string("real weight update over rdma, emulated RDMA cluster (SoftRoCE): ") + s,
+         {o.source + "/scripts/softroce.sh", "run", "--devices", "2", "--share", o.partDir,
+          "--timeout", "600", "--", T, "sync", "--model", "tiny-moe", "--train", "tp=1,pp=4",
+          "--infer", "engines=1,tp=2", "--backend", "rdma", "--cluster",
+          "emulated:nodes=6,gpus=1,nic=1Mbps,nics=1", "--bucket", "1MiB", "--chunk", "64KiB",
+          "--streams", "1", "--steps", "3", "--strategy", s, "--json", d + n + ".json"},
+         90,
+         700,
+         q ? "quick set: the SoftRoCE guest boots a VM (minutes); run without --quick" : "",
+         {{"result", d + n + ".json"}},
+         {}});
+  }
   parts.push_back(
       {"transport_rdma",
        "transport rdma vs ib_write_bw (SoftRoCE)",
