@@ -18,6 +18,7 @@
 #include "harness/reproduce/part.h"
 #include "harness/reproduce/report.h"
 #include "harness/reproduce/runner.h"
+#include "harness/run_context.h"
 #include "sim/scenario.h"
 
 namespace tide::harness {
@@ -134,6 +135,14 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
   in.command = invoked;
   in.started = utcNow("%Y-%m-%dT%H:%M:%S");
   in.environment = reproduce::environment(source);
+  // Timed figures depend on what else ran: the load before and after says so.
+  auto load = [] {
+    std::string t;
+    for (const auto& v : runContext().value("load_average", nlohmann::json::array()))
+      t += fmt::format("{}{:.2f}", t.empty() ? "" : " ", v.get<double>());
+    return t.empty() ? std::string("unknown") : t;
+  };
+  const std::string loadBefore = load();
   sim::Scenario sc = orThrow(sim::loadScenario(source + "/scenarios/kimi-k2-miles.toml"));
   in.published = sc.published;
 
@@ -166,6 +175,8 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
     in.runs.push_back({p, r});
   }
   in.seconds = total.seconds();
+  in.environment.push_back({"load_average_before (1, 5, 15 min)", loadBefore});
+  in.environment.push_back({"load_average_after (1, 5, 15 min)", load()});
 
   std::vector<reproduce::Figure> figures = reproduce::collectFigures(in);
   std::string h5 = out + "/results.h5";
@@ -205,8 +216,8 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
       !a.history.empty() ? a.history : (a.out.empty() ? source + "/results/history" : "");
   if (!history.empty()) {
     mkdirs(history);
-    const std::string entry = history + "/" + utcNow("%Y%m%dT%H%M%SZ") +
-                              (a.quick ? "-quick" : "-full") + ".json";
+    const std::string entry =
+        history + "/" + utcNow("%Y%m%dT%H%M%SZ") + (a.quick ? "-quick" : "-full") + ".json";
     std::ofstream h(entry);
     h << summary.dump(2) << "\n";
     if (!h) throw StatusError(TIDE_ERROR(Code::kUnavailable, "--history: cannot write " + entry));
