@@ -21,6 +21,7 @@
 #include "engine/core/fd.h"
 #include "engine/core/log.h"
 #include "engine/core/parse.h"
+#include "engine/exec/host_lock.h"
 
 namespace tide::exec {
 
@@ -58,27 +59,8 @@ Result<std::string> capture(const std::vector<std::string>& argv, int* exitCode)
 
 constexpr const char* kHostLock = "/run/tide-emulated-cluster.lock";
 
-// The host's emulated-cluster lock, waited for up to waitSeconds.
 Result<UniqueFd> lockHost(double waitSeconds) {
-  UniqueFd fd(::open(kHostLock, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd.valid()) return TIDE_ERRNO(std::string("open ") + kHostLock);
-  Deadline deadline = Deadline::after(waitSeconds);
-  bool told = false;
-  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      return TIDE_ERRNO(std::string("flock ") + kHostLock);
-    if (deadline.expired())
-      return TIDE_ERROR(
-          Code::kUnavailable,
-          "another emulated cluster is up on this host (" + std::string(kHostLock) + " is locked)" +
-              (waitSeconds > 0
-                   ? " and stayed up for " + std::to_string(static_cast<int>(waitSeconds)) + " s"
-                   : ""));
-    if (!told) TIDE_LOG_WARN("emulated cluster: waiting for the one already up on this host");
-    told = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return fd;
+  return lockHostFile(kHostLock, "emulated cluster", waitSeconds);
 }
 
 std::string joined(const std::vector<std::string>& argv) {

@@ -17,6 +17,7 @@
 #include "engine/core/errno_status.h"
 #include "engine/core/log.h"
 #include "engine/exec/emulated_cluster.h"
+#include "engine/exec/host_lock.h"
 
 namespace tide::exec {
 
@@ -24,23 +25,8 @@ namespace {
 
 constexpr const char* kHostLock = "/run/tide-rxe-cluster.lock";
 
-// The host's rxe-cluster lock, waited for up to waitSeconds.
 Result<UniqueFd> lockHost(double waitSeconds) {
-  UniqueFd fd(::open(kHostLock, O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!fd.valid()) return TIDE_ERRNO(std::string("open ") + kHostLock);
-  Deadline deadline = Deadline::after(waitSeconds);
-  bool told = false;
-  while (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      return TIDE_ERRNO(std::string("flock ") + kHostLock);
-    if (deadline.expired())
-      return TIDE_ERROR(Code::kUnavailable, "another rxe cluster is up on this host (" +
-                                                std::string(kHostLock) + " is locked)");
-    if (!told) TIDE_LOG_WARN("rxe cluster: waiting for the one already up on this host");
-    told = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return fd;
+  return lockHostFile(kHostLock, "rxe cluster", waitSeconds);
 }
 
 // Entry names of a /sys directory (empty when it does not exist).
