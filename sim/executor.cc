@@ -98,6 +98,7 @@ class Runner {
     res_.tasksRun = done_;
     res_.flows = flowTask_.size();
     res_.solves = s_.solves();
+    res_.solvedFlows = s_.solvedFlows();
     buildStages();
     buildCriticalPath();
     res_.wallSeconds = wall.seconds();

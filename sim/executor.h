@@ -45,6 +45,7 @@ struct ExecResult {
   uint64_t tasksRun = 0;
   uint64_t flows = 0;
   uint64_t solves = 0;
+  uint64_t solvedFlows = 0;
   double wallSeconds = 0;
   double eventsPerSecond() const { return wallSeconds > 0 ? tasksRun / wallSeconds : 0; }
 };

@@ -136,26 +136,35 @@ void FlowSolver::fill(const std::vector<FlowId>& comp, const std::vector<LinkId>
   struct Share {
     double share;
     LinkId link;
-    uint32_t version;
     bool operator>(const Share& o) const { return share > o.share; }
   };
-  std::priority_queue<Share, std::vector<Share>, std::greater<>> heap;
+  std::vector<Share> entries;
+  entries.reserve(compLinks.size());
   for (LinkId l : compLinks) {
     Link& k = links_[l];
     k.remCap = k.capacity;
     k.unfrozen = static_cast<uint32_t>(k.flows.size());
-    ++k.heapVersion;
-    if (k.unfrozen > 0) heap.push({k.remCap / k.unfrozen, l, k.heapVersion});
+    if (k.unfrozen > 0) entries.push_back({k.remCap / k.unfrozen, l});
   }
+  std::priority_queue<Share, std::vector<Share>, std::greater<>> heap(std::greater<>{},
+                                                                      std::move(entries));
   for (FlowId fid : comp) flows_[fid].frozen = false;
   // Progressive filling: the link with the smallest fair share saturates
-  // first; its flows are frozen at that share and leave the others.
+  // first; its flows are frozen at that share and leave the others. Freezing
+  // a flow at the smallest share never lowers another link's share, so a
+  // link's entry is only a lower bound: it is re-keyed when it reaches the
+  // top, not at every flow that leaves it (which cost a push per flow and
+  // link, the bulk of a large solve).
   while (!heap.empty()) {
     Share s = heap.top();
     heap.pop();
     Link& k = links_[s.link];
-    if (s.version != k.heapVersion || k.unfrozen == 0) continue;
+    if (k.unfrozen == 0) continue;
     double share = std::max(0.0, k.remCap / k.unfrozen);
+    if (share > s.share) {
+      heap.push({share, s.link});
+      continue;
+    }
     for (FlowId fid : k.flows) {
       Flow& f = flows_[fid];
       if (f.frozen) continue;
@@ -165,10 +174,6 @@ void FlowSolver::fill(const std::vector<FlowId>& comp, const std::vector<LinkId>
         Link& o = links_[pl];
         o.remCap -= share;
         --o.unfrozen;
-        if (pl != s.link) {
-          ++o.heapVersion;
-          if (o.unfrozen > 0) heap.push({std::max(0.0, o.remCap) / o.unfrozen, pl, o.heapVersion});
-        }
       }
     }
   }

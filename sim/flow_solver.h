@@ -50,7 +50,6 @@ class FlowSolver {
     uint32_t mark = 0;          // BFS epoch
     double remCap = 0;          // scratch for filling
     uint32_t unfrozen = 0;      // scratch for filling
-    uint32_t heapVersion = 0;
   };
   struct Flow {
     std::vector<LinkId> path;

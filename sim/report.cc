@@ -47,10 +47,11 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
                 (r.spanSeconds(p.span) / p.seconds - 1) * 100);
   }
   std::printf(
-      "  %llu tasks, %llu flows, planned in %.2f s CPU, simulated in %.2f s wall, %.0f "
-      "events/s, process peak RSS so far %.0f MB\n",
+      "  %llu tasks, %llu flows (%llu solves re-rating %.1f M flows), planned in %.2f s CPU, "
+      "simulated in %.2f s wall, %.0f events/s, process peak RSS so far %.0f MB\n",
       static_cast<unsigned long long>(r.tasks), static_cast<unsigned long long>(r.flows),
-      r.planCpuSeconds, r.wallSeconds, r.eventsPerSecond, r.peakRssBytes / 1e6);
+      static_cast<unsigned long long>(r.solves), r.solvedFlows / 1e6, r.planCpuSeconds,
+      r.wallSeconds, r.eventsPerSecond, r.peakRssBytes / 1e6);
 }
 
 void printScenarioInputs(const Scenario& sc) {

@@ -74,6 +74,8 @@ void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g) {
   r.stages = std::move(ex.stages);
   r.tasks = ex.tasksRun;
   r.flows = ex.flows;
+  r.solves = ex.solves;
+  r.solvedFlows = ex.solvedFlows;
   r.wallSeconds = ex.wallSeconds;
   r.eventsPerSecond = ex.eventsPerSecond();
   r.events = std::move(ex.events);
@@ -111,6 +113,8 @@ nlohmann::json StrategyResult::toJson() const {
   j["stages"] = st;
   j["tasks"] = tasks;
   j["flows"] = flows;
+  j["solves"] = solves;
+  j["solved_flows"] = solvedFlows;
   j["events"] = events.size();
   j["wall_seconds"] = wallSeconds;
   j["events_per_second"] = eventsPerSecond;

@@ -49,6 +49,10 @@ struct StrategyResult {
   }
   uint64_t tasks = 0;
   uint64_t flows = 0;
+  // Max-min re-solves and the flows they re-rated in all: the simulation's
+  // cost grows with solvedFlows (a solve re-rates the flows sharing links).
+  uint64_t solves = 0;
+  uint64_t solvedFlows = 0;
   double wallSeconds = 0;  // the simulation's
   double eventsPerSecond = 0;
   // Set by the caller that made the plan: its CPU time, and the process's
