@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
 
 namespace tide::sim {
 
@@ -43,7 +44,7 @@ FlowId FlowSolver::start(const std::vector<LinkId>& path, double bytes, double n
   if (f.path.empty()) {
     // Crosses no shared resource: done as soon as it starts.
     f.rate = kInf;
-    finish_.push({now, id, 0});
+    finish_.set(id, now);
   }
   flows_.push_back(std::move(f));
   ++active_;
@@ -123,10 +124,13 @@ void FlowSolver::resolve(double now) {
     FlowId fid = comp[i];
     Flow& f = flows_[fid];
     if (f.rate == before_[i] && f.remaining > 0) continue;
-    ++f.version;
     double t = f.rate > 0 ? now + f.remaining / f.rate : kInf;
     if (f.remaining <= 0) t = now;
-    if (t < kInf) finish_.push({t, fid, f.version});
+    if (t < kInf) {
+      finish_.set(fid, t);
+    } else {
+      finish_.erase(fid);
+    }
   }
   ++solves_;
   solvedFlows_ += comp.size();
@@ -180,30 +184,20 @@ void FlowSolver::fill(const std::vector<FlowId>& comp, const std::vector<LinkId>
 }
 
 double FlowSolver::nextCompletion() {
-  while (!finish_.empty()) {
-    const Finish& top = finish_.top();
-    const Flow& f = flows_[top.f];
-    if (f.active && f.version == top.version) return top.t;
-    if (f.active && f.path.empty() && top.version == 0) return top.t;
-    finish_.pop();
-  }
-  return kInf;
+  return finish_.empty() ? kInf : finish_.topTime();
 }
 
 std::vector<FlowId> FlowSolver::popCompleted(double t) {
   std::vector<FlowId> done;
   double limit = t + std::max(kAbsTol, std::abs(t) * kRelTol);
-  while (!finish_.empty()) {
-    Finish top = finish_.top();
-    if (top.t > limit) break;
-    finish_.pop();
-    Flow& f = flows_[top.f];
-    bool valid = f.active && (f.version == top.version || (f.path.empty() && top.version == 0));
-    if (!valid) continue;
+  while (!finish_.empty() && finish_.topTime() <= limit) {
+    const FlowId id = finish_.top();
+    finish_.erase(id);
+    Flow& f = flows_[id];
     f.remaining = 0;
     f.updated = t;
-    detach(top.f);
-    done.push_back(top.f);
+    detach(id);
+    done.push_back(id);
   }
   return done;
 }

@@ -8,9 +8,10 @@
 // bandwidth is a link too, so compute stages share capacity the same way.
 
 #include <cstdint>
-#include <queue>
 #include <string>
 #include <vector>
+
+#include "sim/finish_heap.h"
 
 namespace tide::sim {
 
@@ -57,16 +58,9 @@ class FlowSolver {
     double remaining = 0;
     double rate = 0;
     double updated = 0;
-    uint32_t version = 0;
     uint32_t mark = 0;
     bool active = false;
     bool frozen = false;
-  };
-  struct Finish {
-    double t;
-    FlowId f;
-    uint32_t version;
-    bool operator>(const Finish& o) const { return t > o.t; }
   };
 
   void detach(FlowId f);
@@ -76,7 +70,7 @@ class FlowSolver {
   std::vector<Flow> flows_;
   std::vector<LinkId> dirty_;
   std::vector<double> before_;  // scratch: rates before a solve
-  std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finish_;
+  FinishHeap finish_;           // active flows with a finite finish time
   uint32_t epoch_ = 0;
   size_t active_ = 0;
   uint64_t solves_ = 0;
