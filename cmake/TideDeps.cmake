@@ -55,6 +55,24 @@ else()
   tide_optional(CUDA OFF "CUDA toolkit not found")
 endif()
 
+# The GPU layer (engine/gpu) compiles a few kernels with nvcc: device code
+# for the architectures in CMAKE_CUDA_ARCHITECTURES (default 90, the H100/H200
+# class; one architecture keeps nvcc's compile time short), warnings as errors
+# as for C++, and no FMA contraction (--fmad=false) so the generator's and the
+# quantizer's float expressions round exactly as on the host.
+if(TIDE_HAVE_CUDA)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  if(NOT CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_COMPILER ${CUDAToolkit_NVCC_EXECUTABLE})
+  endif()
+  enable_language(CUDA)
+  set(CMAKE_CUDA_STANDARD 17)  # what CMake 3.25 knows for nvcc; the kernels need no more
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  add_compile_options("$<$<COMPILE_LANGUAGE:CUDA>:--fmad=false;-Werror=all-warnings;-Xcompiler=-Wall,-Wextra,-Werror>")
+endif()
+
 set(_nccl_found OFF)
 if(TIDE_HAVE_CUDA)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/include)
