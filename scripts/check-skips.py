@@ -38,6 +38,10 @@ def skips(results):
             if skipped is None and case.get("status") not in ("skipped", "notrun"):
                 continue
             reason = (skipped.get("message") if skipped is not None else "") or ""
+            # ctest names only the mechanism ("SKIP_RETURN_CODE=77"); the
+            # test's own "skipped: <reason>" line is in its output.
+            if re.fullmatch(r"SKIP_RETURN_CODE=\d+", reason.strip()):
+                reason = ""
             if not reason.strip():
                 text = (case.findtext("system-out") or "") + (skipped.text or "" if skipped is not None else "")
                 hits = [l for l in text.splitlines() if l.strip().lower().startswith("skipped")]
