@@ -3,11 +3,16 @@
 // `tide bench register`: a backend's registration cost by region size
 // (register_bench.h).
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <fstream>
 
 #include "engine/core/units.h"
 #include "harness/command.h"
+#ifdef TIDE_HAVE_GPU
+#include "harness/gpu_bench/gpu_bench.h"
+#endif
 #include "harness/run_context.h"
 #include "harness/transport_bench/register_bench.h"
 #include "harness/transport_bench/transport_bench.h"
@@ -90,6 +95,58 @@ void runTransport(const BenchArgs& a) {
   orThrow(writeResult(a.json, result));
 }
 
+struct GpuArgs {
+  std::string minSize = "4KiB";
+  std::string maxSize = "1GiB";
+  std::string repetitions = "5";
+  std::string bucket = "64MiB";
+  std::string streams = "2";
+  std::string device = "0";
+  std::string json;
+  std::string handle;  // gpu-ipc-peer
+};
+
+// Exit 77 with one line "tide: skipped: <reason>" (the automake convention the test
+// scripts and `tide reproduce` read) where the GPU bench cannot run.
+[[noreturn]] void skipGpu(const std::string& why) {
+  throw CLI::RuntimeError("skipped: " + why, 77);
+}
+
+void runGpu(const GpuArgs& a) {
+#ifdef TIDE_HAVE_GPU
+  GpuBenchOptions o;
+  auto withFlag = [](const char* flag, Result<uint64_t> r) {
+    if (!r.isOk()) throw StatusError(r.status().withContext(flag));
+    return *r;
+  };
+  o.minBytes = withFlag("--min-size", parseSize(a.minSize));
+  o.maxBytes = withFlag("--max-size", parseSize(a.maxSize));
+  o.bucketBytes = withFlag("--bucket", parseSize(a.bucket));
+  o.repetitions = orThrow(parseSmallCount("--repetitions", a.repetitions));
+  o.streams = orThrow(parseSmallCount("--streams", a.streams));
+  o.device = orThrow(parseSmallCount("--device", a.device));
+  // The IPC curve's peer is this executable again.
+  char self[4096] = {};
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) throw StatusError(TIDE_ERROR(Code::kInternal, "readlink /proc/self/exe"));
+  o.self = self;
+  orThrow(validate(o));
+  if (!a.json.empty()) {
+    std::ofstream probe(a.json, std::ios::app);
+    if (!probe)
+      throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "cannot write --json " + a.json));
+  }
+  auto r = runGpuBench(o);
+  if (!r.isOk() && r.status().code() == Code::kUnavailable) skipGpu(r.status().message());
+  nlohmann::json result = orThrow(std::move(r));
+  result["context"] = runContext();
+  orThrow(writeResult(a.json, result));
+#else
+  (void)a;
+  skipGpu("built without CUDA (TIDE_WITH_CUDA=OFF or no CUDA toolkit)");
+#endif
+}
+
 }  // namespace
 
 void addBenchCommand(CLI::App& app) {
@@ -129,6 +186,38 @@ void addBenchCommand(CLI::App& app) {
   r->add_option("--device", reg->devices, "rdma device(s), e.g. rxe0");
   r->add_option("--json", reg->json, "write the result document here");
   r->callback([reg] { runRegister(*reg); });
+
+  auto gpu = std::make_shared<GpuArgs>();
+  auto* g = bench->add_subcommand(
+      "gpu",
+      "GPU paths by tensor size (--min-size .. --max-size, x4 steps): D2H/H2D into pinned memory "
+      "per tensor and bucketed, D2D, FP8 quantization (64 and 128 blocks), the XXH3 checksum, "
+      "cudaHostRegister cost by size and page size, CUDA IPC open + first copy, kernel launch "
+      "overhead; GB/s = 1e9 B/s. Exit 77 with \"skipped: no CUDA device\" where there is none");
+  g->add_option("--min-size", gpu->minSize, "smallest tensor")->capture_default_str();
+  g->add_option("--max-size", gpu->maxSize, "largest tensor (device and pinned buffers of it)")
+      ->capture_default_str();
+  g->add_option("--repetitions", gpu->repetitions, "timed repetitions after one warm-up")
+      ->capture_default_str();
+  g->add_option("--bucket", gpu->bucket, "bucketed staging: bytes per bucket")
+      ->capture_default_str();
+  g->add_option("--streams", gpu->streams, "bucketed staging: CUDA streams")->capture_default_str();
+  g->add_option("--device", gpu->device, "CUDA device index")->capture_default_str();
+  g->add_option("--json", gpu->json, "write the result document here");
+  g->callback([gpu] { runGpu(*gpu); });
+
+  // The importing process of the IPC curve (started by `bench gpu`).
+  auto* peer = bench->add_subcommand("gpu-ipc-peer", "");
+  peer->group("");
+  peer->add_option("--handle", gpu->handle, "exported CUDA IPC handle")->required();
+  peer->add_option("--device", gpu->device, "CUDA device index");
+  peer->callback([gpu] {
+#ifdef TIDE_HAVE_GPU
+    orThrow(runGpuIpcPeer(gpu->handle, orThrow(parseSmallCount("--device", gpu->device))));
+#else
+    skipGpu("built without CUDA (TIDE_WITH_CUDA=OFF or no CUDA toolkit)");
+#endif
+  });
 }
 
 }  // namespace tide::harness
