@@ -56,12 +56,12 @@ else()
 endif()
 
 # The GPU layer (engine/gpu) compiles a few kernels with nvcc: device code
-# for the architectures in CMAKE_CUDA_ARCHITECTURES (default 90, the H100/H200
+# for the architectures in CMAKE_CUDA_ARCHITECTURES or $CUDAARCHS (default 90, the H100/H200
 # class; one architecture keeps nvcc's compile time short), warnings as errors
 # as for C++, and no FMA contraction (--fmad=false) so the generator's and the
 # quantizer's float expressions round exactly as on the host.
 if(TIDE_HAVE_CUDA)
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT DEFINED ENV{CUDAARCHS})
     set(CMAKE_CUDA_ARCHITECTURES 90)
   endif()
   if(NOT CMAKE_CUDA_COMPILER)

@@ -153,6 +153,7 @@ Status pinCurves(const GpuBenchOptions& o, nlohmann::json& curves) {
   for (bool huge : {false, true}) {
     const char* name = huge ? "pin_cost_thp_2mib" : "pin_cost_4kib_pages";
     for (uint64_t bytes : gpuBenchSizes(o)) {
+      if (huge && bytes < kHuge) continue;  // smaller than one huge page
       const uint64_t len = huge ? (bytes + kHuge - 1) / kHuge * kHuge : bytes;
       void* p =
           ::mmap(nullptr, len + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

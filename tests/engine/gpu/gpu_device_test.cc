@@ -12,9 +12,11 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/core/kv_store.h"
@@ -237,7 +239,9 @@ TEST(GpuIpc, AnotherProcessReadsTheExportedBuffer) {
   DeviceBuffer d = orThrow(DeviceBuffer::allocate(want.size()));
   ASSERT_EQ(cudaMemcpy(d.data(), want.data(), want.size(), cudaMemcpyHostToDevice), cudaSuccess);
   const IpcHandle h = orThrow(exportIpc(d));
-  const std::string cmd = std::string(TIDE_GPU_IPC_PEER) + " " + h.toText();
+  // The build's peer, or TIDE_GPU_IPC_PEER where the binaries were moved (scripts/gpu-check.sh).
+  const char* peer = std::getenv("TIDE_GPU_IPC_PEER");
+  const std::string cmd = std::string(peer ? peer : TIDE_GPU_IPC_PEER) + " " + h.toText();
   FILE* f = popen(cmd.c_str(), "r");
   ASSERT_NE(f, nullptr);
   char line[256] = {};
@@ -263,6 +267,42 @@ TEST(GpuCollective, BroadcastOverAWorldOfOneRank) {
   ASSERT_TRUE(coll->broadcast(d.data(), d.size(), 0).isOk());
   EXPECT_EQ(toHost(d.data(), d.size()), want);
   EXPECT_FALSE(coll->broadcast(d.data(), d.size(), 1).isOk());
+}
+
+TEST(GpuCollective, BroadcastBetweenTwoGpus) {
+  TIDE_NEED_GPU();
+  if (deviceCount() < 2) GTEST_SKIP() << "needs 2 CUDA devices (NCCL ranks cannot share one GPU)";
+  MemoryStore store;
+  const auto want = randomBytes(4 << 20, 8);
+  std::vector<std::vector<uint8_t>> got(2);
+  std::vector<Status> st(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      st[r] = [&]() -> Status {
+        transport::TransportConfig c;
+        c.store = &store;
+        c.rank = r;
+        c.worldSize = 2;
+        TIDE_ASSIGN_OR_RETURN(auto coll, transport::nccl::createNcclCollective(c));
+        TIDE_ASSIGN_OR_RETURN(DeviceBuffer d, DeviceBuffer::allocate(want.size()));
+        TIDE_RETURN_IF_ERROR(cudaCheck(cudaMemset(d.data(), 0, d.size()), "clear"));
+        if (r == 0) {
+          TIDE_RETURN_IF_ERROR(cudaCheck(
+              cudaMemcpy(d.data(), want.data(), want.size(), cudaMemcpyHostToDevice), "copy in"));
+        }
+        TIDE_RETURN_IF_ERROR(coll->broadcast(d.data(), d.size(), 0));
+        got[r].resize(want.size());
+        return cudaCheck(cudaMemcpy(got[r].data(), d.data(), want.size(), cudaMemcpyDeviceToHost),
+                         "copy out");
+      }();
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[r].isOk()) << st[r].toString();
+    EXPECT_EQ(got[r], want) << "rank " << r;
+  }
 }
 
 TEST(GpuCollective, NoDeviceGivesTheReason) {

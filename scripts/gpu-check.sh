@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Everything of the GPU paths that needs a CUDA device, in one go, within a
+# time budget (GPU machines are lent minutes at a time; leave room to rerun):
+#   1. build the GPU targets with CUDA and NCCL required (or use a build
+#      directory given with --build DIR, e.g. one made on another machine);
+#   2. the GPU tests: the kernels' host math, the device tests (fill,
+#      checksum, FP8 vs the CPU reference, staging, IPC, NCCL), the nccl
+#      backend's, and `tide bench gpu`'s CLI test; on a GPU machine a
+#      "no CUDA device" skip is a failure;
+#   3. `tide bench gpu` (4 KiB .. 1 GiB) into results/gpu/bench-gpu.json.
+# Everything it prints goes to results/gpu/gpu-check.log too.
+#
+#   scripts/gpu-check.sh [--budget SECONDS] [--build DIR] [--max-size SIZE]
+#
+# Exit 0 when all passed, 1 on a failure or the budget running out, 77 with
+# "skipped: no CUDA device" where nvidia-smi sees no GPU.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUDGET=420
+BUILD=
+MAX=1GiB
+while [ $# -gt 0 ]; do
+  case $1 in
+    --budget) BUDGET=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    --max-size) MAX=$2; shift 2 ;;
+    *) echo "usage: $0 [--budget SECONDS] [--build DIR] [--max-size SIZE]" >&2; exit 2 ;;
+  esac
+done
+start=$(date +%s)
+left() { echo $((BUDGET - ($(date +%s) - start))); }
+rc=0
+step() { echo "== $* ($(left) s left)"; }
+
+if ! command -v nvidia-smi > /dev/null || ! nvidia-smi -L 2> /dev/null | grep -q '^GPU'; then
+  echo "skipped: no CUDA device (nvidia-smi lists none)"
+  exit 77
+fi
+OUT=results/gpu
+mkdir -p "$OUT"
+exec > >(tee "$OUT/gpu-check.log") 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total,pci.bus_id --format=csv
+nvcc --version 2> /dev/null | tail -2
+
+if [ -z "$BUILD" ]; then
+  BUILD=build-gpu
+  step "build ($BUILD)"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTIDE_WITH_CUDA=ON \
+    -DTIDE_WITH_NCCL=ON -DTIDE_FUZZ_TESTS=OFF > "$OUT/cmake.log" 2>&1 ||
+    { tail -30 "$OUT/cmake.log"; echo "FAIL: cmake"; exit 1; }
+  timeout "$(left)" cmake --build "$BUILD" -j "$(nproc)" --target tide gpu_math_test \
+    gpu_device_test gpu_ipc_peer nccl_test > "$OUT/build.log" 2>&1 ||
+    { tail -40 "$OUT/build.log"; echo "FAIL: build"; exit 1; }
+fi
+T=$BUILD/tests/engine
+export TIDE_GPU_IPC_PEER=$PWD/$T/gpu/gpu_ipc_peer
+
+# A Google Test binary with a time limit; any skip for a missing device fails.
+gtest() {
+  local name=$1 bin=$2 limit=$3
+  step "$name"
+  if [ ! -x "$bin" ]; then echo "FAIL: $bin not built"; rc=1; return; fi
+  timeout "$limit" "$bin" --gtest_output="xml:$OUT/$name.xml" 2>&1 | tail -40
+  local r=${PIPESTATUS[0]}
+  [ "$r" = 0 ] || { echo "FAIL: $name exit $r"; rc=1; }
+  if grep -q 'no CUDA device' "$OUT/$name.xml" 2> /dev/null; then
+    echo "FAIL: $name skipped for 'no CUDA device' on a GPU machine"
+    rc=1
+  fi
+}
+gtest gpu_math_test "$T/gpu/gpu_math_test" 120
+gtest gpu_device_test "$T/gpu/gpu_device_test" 180
+gtest nccl_test "$T/transport/nccl_test" 120
+
+step "gpu_bench_cli_test"
+timeout 180 bash tests/harness/gpu_bench_cli_test.sh "$BUILD/tide" ||
+  { echo "FAIL: gpu_bench_cli_test"; rc=1; }
+
+limit=$(($(left) - 15))
+if [ "$limit" -lt 30 ]; then
+  echo "FAIL: budget spent before the bench"
+  exit 1
+fi
+step "tide bench gpu --max-size $MAX"
+timeout "$limit" "$BUILD/tide" bench gpu --max-size "$MAX" --json "$OUT/bench-gpu.json" ||
+  { echo "FAIL: tide bench gpu (exit $?)"; rc=1; }
+echo "== done in $(($(date +%s) - start)) s: $([ $rc = 0 ] && echo all passed || echo FAILED)"
+exit $rc
