@@ -4,6 +4,9 @@ namespace tide::gpu {
 
 Status cudaCheck(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::ok();
+  // Reset the runtime's last error (a refused cudaMalloc, say), so the next
+  // kernel launch's cudaGetLastError() reports that launch, not this call.
+  (void)cudaGetLastError();
   const Code code =
       (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
           ? Code::kUnavailable

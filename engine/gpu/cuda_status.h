@@ -15,6 +15,7 @@ namespace tide::gpu {
 // The skip reason every GPU test and `tide bench gpu` gives without a device.
 inline constexpr const char* kNoDevice = "no CUDA device";
 
+// Also clears the runtime's last error (sticky errors stay: the context is lost).
 Status cudaCheck(cudaError_t e, const char* what);
 
 // Number of CUDA devices; 0 when there is no driver or no device.
