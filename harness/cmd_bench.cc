@@ -11,6 +11,7 @@
 #include "engine/core/units.h"
 #include "harness/command.h"
 #ifdef TIDE_HAVE_GPU
+#include "engine/gpu/cuda_status.h"
 #include "harness/gpu_bench/gpu_bench.h"
 #endif
 #include "harness/run_context.h"
@@ -131,6 +132,7 @@ void runGpu(const GpuArgs& a) {
   if (n <= 0) throw StatusError(TIDE_ERROR(Code::kInternal, "readlink /proc/self/exe"));
   o.self = self;
   orThrow(validate(o));
+  if (gpu::deviceCount() == 0) skipGpu(gpu::kNoDevice);  // before --json is touched
   if (!a.json.empty()) {
     std::ofstream probe(a.json, std::ios::app);
     if (!probe)

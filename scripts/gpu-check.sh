@@ -11,22 +11,41 @@
 # Everything it prints goes to results/gpu/gpu-check.log too.
 #
 #   scripts/gpu-check.sh [--budget SECONDS] [--build DIR] [--max-size SIZE]
+#   scripts/gpu-check.sh --stage DIR [--build DIR]
 #
 # Exit 0 when all passed, 1 on a failure or the budget running out, 77 with
-# "skipped: no CUDA device" where nvidia-smi sees no GPU.
+# "skipped: no CUDA device" where nvidia-smi sees no GPU. --stage (no GPU
+# needed) copies the binaries it runs, stripped (about 9 MB), from a build
+# (default: build) into DIR with the build's layout, for a GPU machine that
+# should not spend its minutes compiling: run it there with --build DIR (it
+# needs the same shared libraries; the script checks with ldd).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUDGET=420
 BUILD=
 MAX=1GiB
+STAGE=
 while [ $# -gt 0 ]; do
   case $1 in
     --budget) BUDGET=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --max-size) MAX=$2; shift 2 ;;
-    *) echo "usage: $0 [--budget SECONDS] [--build DIR] [--max-size SIZE]" >&2; exit 2 ;;
+    --stage) STAGE=$2; shift 2 ;;
+    *) echo "usage: $0 [--budget SECONDS] [--build DIR] [--max-size SIZE] | --stage DIR [--build DIR]" >&2; exit 2 ;;
   esac
 done
+BINARIES="tide tests/engine/gpu/gpu_math_test tests/engine/gpu/gpu_device_test
+  tests/engine/gpu/gpu_ipc_peer tests/engine/transport/nccl_test"
+if [ -n "$STAGE" ]; then
+  from=${BUILD:-build}
+  for b in $BINARIES; do
+    [ -x "$from/$b" ] || { echo "FAIL: $from/$b not built (a CUDA + NCCL build)"; exit 1; }
+    mkdir -p "$STAGE/$(dirname "$b")"
+    strip -o "$STAGE/$b" "$from/$b" || exit 1
+  done
+  du -sh "$STAGE"
+  exit 0
+fi
 start=$(date +%s)
 left() { echo $((BUDGET - ($(date +%s) - start))); }
 rc=0
@@ -52,8 +71,16 @@ if [ -z "$BUILD" ]; then
     gpu_device_test gpu_ipc_peer nccl_test > "$OUT/build.log" 2>&1 ||
     { tail -40 "$OUT/build.log"; echo "FAIL: build"; exit 1; }
 fi
+BUILD=$(cd "$BUILD" && pwd)
 T=$BUILD/tests/engine
-export TIDE_GPU_IPC_PEER=$PWD/$T/gpu/gpu_ipc_peer
+for b in $BINARIES; do
+  if [ -x "$BUILD/$b" ] && ldd "$BUILD/$b" | grep -q "not found"; then
+    ldd "$BUILD/$b" | grep "not found"
+    echo "FAIL: $BUILD/$b lacks shared libraries here"
+    exit 1
+  fi
+done
+export TIDE_GPU_IPC_PEER=$T/gpu/gpu_ipc_peer
 
 # A Google Test binary with a time limit; any skip for a missing device fails.
 gtest() {
