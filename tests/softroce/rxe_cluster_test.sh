@@ -5,7 +5,9 @@
 # bound's bottleneck link carried at least the plan's bytes), no step may
 # beat its shaped lower bound, and p2p must beat broadcast by the ratio of
 # the bounds (1.93x) within the budget in results/budgets/rxe-cluster.toml
-# (aimed at +-20 %). Needs root and
+# (aimed at +-20 %), each strategy timed by the fastest of its 3 steps: the
+# guest is emulated, so a step can lose seconds of CPU to the host's other
+# load, and the fastest step is the one that lost least. Needs root and
 # rdma_rxe (the SoftRoCE guest: scripts/softroce-tests.sh); exit 77 (skipped)
 # otherwise.
 set -u
@@ -31,12 +33,12 @@ fail() { echo "FAIL: $*"; exit 1; }
 # tp=2. At 2 Mbit/s the bounds are p2p 1.90 s, broadcast 3.66 s.
 run=(--model tiny-moe --train tp=1,pp=4 --infer engines=1,tp=2 --backend rdma
      --cluster emulated:nodes=6,gpus=1,nic=2Mbps,nics=1 --bucket 1MiB --chunk 64KiB
-     --streams 1 --steps 1 --timeout 120)
+     --streams 1 --steps 3 --timeout 180)
 for s in p2p broadcast; do
   t0=$(date +%s)
   "$TIDE" sync "${run[@]}" --strategy $s --json "$dir/$s.json" > "$dir/$s.out" 2>&1 ||
     { cat "$dir/$s.out"; fail "rdma $s on the rxe cluster"; }
-  echo "$s: $(grep -E '^\[rank 0\] step ' "$dir/$s.out" | sed 's/^\[rank 0\] //') ($(($(date +%s) - t0)) s wall)"
+  echo "$s: $(grep -E '^\[rank 0\] step ' "$dir/$s.out" | sed 's/^\[rank 0\] //' | tr '\n' ' ')($(($(date +%s) - t0)) s wall)"
   grep -q "^cluster .* rxe devices tr" "$dir/$s.out" || { cat "$dir/$s.out"; fail "no cluster line"; }
   "$PY" - "$dir/$s.json" << 'PYEOF' || { cat "$dir/$s.out"; fail "json $s"; }
 import json, re, sys
@@ -59,7 +61,8 @@ done
 import json, sys, tomllib
 p, b = (json.load(open(f)) for f in sys.argv[1:3])
 budget = tomllib.load(open(sys.argv[3], "rb"))
-speedup = b["median_step_seconds"] / p["median_step_seconds"]
+fastest = lambda j: min(s["seconds"] for s in j["steps"])
+speedup = fastest(b) / fastest(p)
 bound = b["lower_bound_seconds"] / p["lower_bound_seconds"]
 error = speedup / bound - 1
 print(f"p2p vs broadcast: {speedup:.2f}x faster; the bounds say {bound:.2f}x ({error:+.0%}; "
