@@ -8,7 +8,9 @@
 // memory when the dtype changes (a quantization pass), else as host copies.
 // Stage dependencies become joins, per bucket where the plan says so.
 // The plan's steps (its non-wire work) are lowered by step_lowering.h and
-// priced by `costs`, a cost profile's constants.
+// priced by `costs`, a cost profile's constants. `p` must be valid
+// (TransferPlan::validate): strategies and TransferPlan::fromJson return
+// only valid plans.
 
 #include "engine/core/status.h"
 #include "engine/plan/transfer_plan.h"

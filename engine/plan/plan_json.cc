@@ -216,7 +216,9 @@ json TransferPlan::toJson() const {
 
 Result<TransferPlan> TransferPlan::fromJson(const json& j) {
   try {
-    return parse(j);
+    TIDE_ASSIGN_OR_RETURN(TransferPlan p, parse(j));
+    TIDE_RETURN_IF_ERROR(p.validate());
+    return p;
   } catch (const json::exception& e) {
     return TIDE_ERROR(Code::kInvalidArgument, std::string("plan json: ") + e.what());
   }

@@ -189,6 +189,8 @@ struct TransferPlan {
   PlanSummary summarize() const;
 
   nlohmann::json toJson() const;
+  // A parsed plan is validated: every plan a caller holds (a strategy's or
+  // a file's) is valid, so its consumers need not check it again.
   static Result<TransferPlan> fromJson(const nlohmann::json& j);
 };
 
