@@ -56,10 +56,10 @@ Result<std::unique_ptr<BufferPool>> BufferPool::create(transport::Transport* tra
           .withContext("buffer pool");
     c->slab = Mapping(p, total);
     if (transport != nullptr) {
-      auto r = transport->registerRegion(p, total);
+      auto r = transport::Registration::borrow(*transport, p, total);
       if (!r.isOk()) return r.status().withContext("registering a buffer-pool slab");
-      c->region = std::move(r).value();
-      c->registered = true;
+      c->registration = std::move(r).value();
+      c->region = c->registration.region();
     } else {
       c->region.addr = p;
       c->region.size = total;
@@ -83,10 +83,11 @@ BufferPool::~BufferPool() {
                      formatBytes(c->bufferBytes));
       // Leak on purpose: a lease still points into the slab.
       new Mapping(std::move(c->slab));
+      new transport::Registration(std::move(c->registration));
       continue;
     }
-    if (c->registered && transport_ != nullptr) {
-      Status s = transport_->deregisterRegion(c->region.id);
+    if (c->registration.registered()) {
+      Status s = c->registration.release();
       if (!s.isOk()) TIDE_LOG_WARN("deregistering a pool slab: {}", s.toString());
     }
   }
@@ -151,7 +152,7 @@ Result<Location> BufferPool::locate(const void* p, uint64_t len) const {
   for (const auto& c : classes_) {
     auto base = reinterpret_cast<uintptr_t>(c->slab.data());
     if (addr >= base && addr - base <= c->slab.size() && len <= c->slab.size() - (addr - base)) {
-      if (!c->registered)
+      if (!c->registration.registered())
         return TIDE_ERROR(Code::kFailedPrecondition, "pool memory is not registered");
       return Location{c->region.id, addr - base, &c->region.descriptor};
     }

@@ -13,6 +13,7 @@
 
 #include "engine/core/fd.h"
 #include "engine/core/status.h"
+#include "engine/transport/registration.h"
 #include "engine/transport/transport.h"
 
 namespace tide::data {
@@ -100,8 +101,8 @@ class BufferPool {
     uint64_t bufferBytes = 0;
     uint32_t count = 0;
     Mapping slab;
-    transport::LocalRegion region;
-    bool registered = false;
+    transport::LocalRegion region;         // the slab (registered or not)
+    transport::Registration registration;  // after slab: deregistered before it is unmapped
     std::mutex mu;
     std::condition_variable cv;
     std::vector<uint32_t> free;  // stack of free buffer indices

@@ -40,16 +40,7 @@ uint64_t sparseSlotBytes(uint64_t bytes) {
   return (bytes + 128 + 63) / 64 * 64;
 }
 
-SparsePath::~SparsePath() {
-  if (inboxReg_) (void)transport_.deregisterRegion(inboxId_);
-  if (outboxReg_) (void)transport_.deregisterRegion(outboxId_);
-}
-
-Result<transport::LocalRegion> SparsePath::registerBox(std::unique_ptr<uint8_t[]>& mem,
-                                                       uint64_t bytes) {
-  mem = std::make_unique<uint8_t[]>(bytes);
-  return transport_.registerRegion(mem.get(), bytes);
-}
+SparsePath::~SparsePath() = default;
 
 Result<std::unique_ptr<SparsePath>> SparsePath::create(const plan::TransferPlan& plan,
                                                        const std::vector<RankLayout>& layouts,
@@ -74,10 +65,8 @@ Result<std::unique_ptr<SparsePath>> SparsePath::create(const plan::TransferPlan&
     p->inboxBytes_ += sparseSlotBytes(p->incoming_[u].bytes);
   }
   if (p->inboxBytes_ > 0) {
-    TIDE_ASSIGN_OR_RETURN(auto region, p->registerBox(p->inbox_, p->inboxBytes_));
-    p->inboxId_ = region.id;
-    p->inboxReg_ = true;
-    TIDE_RETURN_IF_ERROR(store.set(inboxKey(rank), region.descriptor.serialize()));
+    TIDE_ASSIGN_OR_RETURN(p->inbox_, transport::Registration::allocate(transport, p->inboxBytes_));
+    TIDE_RETURN_IF_ERROR(store.set(inboxKey(rank), p->inbox_.descriptor().serialize()));
     std::string slots(p->inSlot_.size() * sizeof(uint64_t), '\0');
     std::memcpy(slots.data(), p->inSlot_.data(), slots.size());
     TIDE_RETURN_IF_ERROR(store.set(slotsKey(rank), slots));
@@ -89,9 +78,8 @@ Result<std::unique_ptr<SparsePath>> SparsePath::create(const plan::TransferPlan&
     p->outboxBytes_ += sparseSlotBytes(schedule.out[i].bytes);
   }
   if (p->outboxBytes_ > 0) {
-    TIDE_ASSIGN_OR_RETURN(auto region, p->registerBox(p->outbox_, p->outboxBytes_));
-    p->outboxId_ = region.id;
-    p->outboxReg_ = true;
+    TIDE_ASSIGN_OR_RETURN(p->outbox_,
+                          transport::Registration::allocate(transport, p->outboxBytes_));
   }
   // The inboxes of the peers this rank writes to.
   p->peerInbox_.assign(plan.ranks.size(), 0);
@@ -143,14 +131,14 @@ Result<transport::Request> SparsePath::encode(size_t group, const Buffers& buffe
                                            " bytes does not fit unit " + std::to_string(g.unit) +
                                            " of rank " + std::to_string(g.peer));
   }
-  std::memcpy(outbox_.get() + outSlot_[group], enc_.data(), enc_.size());
+  std::memcpy(outbox_.data() + outSlot_[group], enc_.data(), enc_.size());
   counters_.encodedBytes += enc_.size();
   counters_.fullBytes += g.bytes;
   counters_.elements += st.elements;
   counters_.changed += st.changed;
   transport::Request q;
   q.op = transport::Op::kWriteWithImm;
-  q.localRegion = outboxId_;
+  q.localRegion = outbox_.id();
   q.localOffset = outSlot_[group];
   q.peer = g.peer;
   q.remoteRegion = peerInbox_[g.peer];
@@ -168,7 +156,7 @@ std::string SparsePath::where(uint32_t unit) const {
 Status SparsePath::check(uint32_t unit, const Buffers& buffers) {
   const OutGroup& g = incoming_[unit];
   const uint8_t* dst = buffers[static_cast<int>(g.dstSpace)];
-  std::span<const uint8_t> block(inbox_.get() + inSlot_[unit], sparseSlotBytes(g.bytes));
+  std::span<const uint8_t> block(inbox_.data() + inSlot_[unit], sparseSlotBytes(g.bytes));
   Status st = Status::ok();
   if (g.runs.size() == 1) {
     st = sync::checkDelta(block, std::span(dst + g.runs[0].dstOffset, g.runs[0].bytes));
@@ -183,7 +171,7 @@ Status SparsePath::applyAll(const Buffers& buffers) {
   for (uint32_t unit = 0; unit < incoming_.size(); ++unit) {
     const OutGroup& g = incoming_[unit];
     uint8_t* dst = buffers[static_cast<int>(g.dstSpace)];
-    std::span<const uint8_t> block(inbox_.get() + inSlot_[unit], sparseSlotBytes(g.bytes));
+    std::span<const uint8_t> block(inbox_.data() + inSlot_[unit], sparseSlotBytes(g.bytes));
     if (g.runs.size() == 1) {
       auto r = sync::applyDelta(block, std::span(dst + g.runs[0].dstOffset, g.runs[0].bytes),
                                 /*checked=*/true);

@@ -22,6 +22,7 @@
 #include "engine/core/kv_store.h"
 #include "engine/exec/rank_layout.h"
 #include "engine/exec/rank_schedule.h"
+#include "engine/transport/registration.h"
 #include "engine/transport/transport.h"
 #include "workloads/weights.h"
 
@@ -70,17 +71,14 @@ class SparsePath {
   SparsePath(const RankSchedule& schedule, transport::Transport& transport)
       : schedule_(schedule), transport_(transport) {}
   std::string where(uint32_t unit) const;
-  Result<transport::LocalRegion> registerBox(std::unique_ptr<uint8_t[]>& mem, uint64_t bytes);
 
   const RankSchedule& schedule_;
   transport::Transport& transport_;
   std::array<std::vector<uint8_t>, kSpaceCount> prev_;  // source spaces at V-1
   std::vector<OutGroup> incoming_;                      // by unit
   std::vector<uint64_t> inSlot_, outSlot_;              // slot offsets
-  std::unique_ptr<uint8_t[]> inbox_, outbox_;
+  transport::Registration inbox_, outbox_;
   uint64_t inboxBytes_ = 0, outboxBytes_ = 0;
-  uint32_t inboxId_ = 0, outboxId_ = 0;
-  bool inboxReg_ = false, outboxReg_ = false;
   std::vector<uint32_t> peerInbox_;               // remote region id by peer
   std::vector<std::vector<uint64_t>> peerSlots_;  // slot offsets by peer, by unit
   std::vector<uint8_t> old_, next_, enc_;         // scratch

@@ -32,10 +32,7 @@ uint64_t runsHash(const uint8_t* base, const std::vector<Run>& runs, bool dstSid
 
 }  // namespace
 
-StorePath::~StorePath() {
-  if (segmentRegistered_) (void)transport_.deregisterRegion(segmentId_);
-  if (shadowRegistered_) (void)transport_.deregisterRegion(shadowId_);
-}
+StorePath::~StorePath() = default;
 
 Result<std::unique_ptr<StorePath>> StorePath::create(const plan::TransferPlan& plan,
                                                      const std::vector<RankLayout>& layouts,
@@ -93,11 +90,9 @@ Result<std::unique_ptr<StorePath>> StorePath::create(const plan::TransferPlan& p
   }
   if (!p->units_.empty() && !options.readIntoShard) {
     p->shadowBytes_ = layouts[p->rank_].spaceBytes(Space::kInfer);
-    p->shadow_ = std::make_unique<uint8_t[]>(p->shadowBytes_);
-    TIDE_ASSIGN_OR_RETURN(auto region, transport.registerRegion(p->shadow_.get(), p->shadowBytes_));
-    p->shadowId_ = region.id;
-    p->shadowRegistered_ = true;
-    p->localBase_[region.id] = p->shadow_.get();
+    TIDE_ASSIGN_OR_RETURN(p->shadow_,
+                          transport::Registration::allocate(transport, p->shadowBytes_));
+    p->localBase_[p->shadow_.id()] = p->shadow_.data();
   }
   TIDE_RETURN_IF_ERROR(p->setupSegments());
   if (p->rank_ == 0) {
@@ -122,18 +117,15 @@ Result<std::unique_ptr<StorePath>> StorePath::create(const plan::TransferPlan& p
 Status StorePath::setupSegments() {
   const StoreLayout& l = layout_;
   if (static_cast<uint32_t>(rank_) < l.nodes) {
-    segment_ = std::make_unique<uint8_t[]>(l.segmentBytes);
-    TIDE_ASSIGN_OR_RETURN(auto region, transport_.registerRegion(segment_.get(), l.segmentBytes));
-    segmentId_ = region.id;
-    segmentRegistered_ = true;
-    TIDE_RETURN_IF_ERROR(store_.set(segmentKey(rank_), region.descriptor.serialize()));
+    TIDE_ASSIGN_OR_RETURN(segment_, transport::Registration::allocate(transport_, l.segmentBytes));
+    TIDE_RETURN_IF_ERROR(store_.set(segmentKey(rank_), segment_.descriptor().serialize()));
   }
   // Writers, readers and the coordinator (repairs) address every node.
   segIds_.assign(l.nodes, 0);
   if (writer_ < 0 && units_.empty() && rank_ != 0) return Status::ok();
   for (uint32_t n = 0; n < l.nodes; ++n) {
     if (l.hostOf(n) == rank_) {
-      segIds_[n] = segmentId_;
+      segIds_[n] = segment_.id();
       continue;
     }
     TIDE_ASSIGN_OR_RETURN(std::string d, store_.get(segmentKey(n), options_.timeoutSeconds));
@@ -193,7 +185,7 @@ Status StorePath::runOnNodes(std::vector<transport::Request>& reqs,
 
 // This rank's own segment is reached by a copy (not every backend writes to itself).
 Status StorePath::copyLocal(const std::vector<transport::Request>& reqs) {
-  if (!segmentRegistered_) {
+  if (!segment_.registered()) {
     return TIDE_ERROR(Code::kUnavailable,
                       "store: rank " + std::to_string(rank_) + " dropped its segment");
   }
@@ -203,7 +195,7 @@ Status StorePath::copyLocal(const std::vector<transport::Request>& reqs) {
       return TIDE_ERROR(Code::kInternal, "store: bad local copy");
     }
     uint8_t* local = it->second + r.localOffset;
-    uint8_t* seg = segment_.get() + r.remoteOffset;
+    uint8_t* seg = segment_.data() + r.remoteOffset;
     if (r.op == transport::Op::kRead) {
       std::memcpy(local, seg, r.length);
     } else {
@@ -232,14 +224,13 @@ Status StorePath::step(uint64_t version, const Buffers& buffers, StoreCounters& 
     // Through a bounce buffer on this rank: READ from a live replica, WRITE to the new node.
     uint64_t total = 0;
     for (const auto& c : copies) total += c.bytes;
-    auto bounce = std::make_unique<uint8_t[]>(total);
-    TIDE_ASSIGN_OR_RETURN(auto region, transport_.registerRegion(bounce.get(), total));
-    localBase_[region.id] = bounce.get();
+    TIDE_ASSIGN_OR_RETURN(auto bounce, transport::Registration::allocate(transport_, total));
+    localBase_[bounce.id()] = bounce.data();
     std::vector<transport::Request> reads, writes;
     uint64_t at = 0;
     for (const auto& c : copies) {
       transport::Request q;
-      q.localRegion = region.id;
+      q.localRegion = bounce.id();
       q.localOffset = at;
       q.length = c.bytes;
       q.op = transport::Op::kRead;
@@ -256,8 +247,8 @@ Status StorePath::step(uint64_t version, const Buffers& buffers, StoreCounters& 
     }
     Status st = runOnNodes(reads, nullptr);
     if (st.isOk()) st = runOnNodes(writes, nullptr);
-    (void)transport_.deregisterRegion(region.id);
-    localBase_.erase(region.id);
+    localBase_.erase(bounce.id());
+    bounce.reset();
     TIDE_RETURN_IF_ERROR(st.withContext("store: re-replication"));
   }
   TIDE_RETURN_IF_ERROR(coordinator_->finish(version, copies));
@@ -280,10 +271,7 @@ Status StorePath::dropSegmentIfAsked(uint64_t version) {
   const std::string after =
       options_.loseDuringImport ? placeKey(version, 0) : storeKey(version, "commit");
   TIDE_RETURN_IF_ERROR(store_.get(after, options_.timeoutSeconds).status());
-  if (segmentRegistered_) {
-    TIDE_RETURN_IF_ERROR(transport_.deregisterRegion(segmentId_));
-    segmentRegistered_ = false;
-  }
+  TIDE_RETURN_IF_ERROR(segment_.release());
   return store_.set(storeKey(version, "node-dropped"), "1");
 }
 
@@ -407,8 +395,8 @@ Result<std::vector<uint32_t>> StorePath::readVersion(uint64_t version, const Buf
                                                      StoreCounters& counters) {
   // Into the staging shadow, or straight into the shard the caller gave
   // (readIntoShard: the shard is itself a shadow that nobody reads).
-  uint8_t* readBase = shadow_.get();
-  uint32_t readRegion = shadowId_;
+  uint8_t* readBase = shadow_.data();
+  uint32_t readRegion = shadow_.id();
   if (options_.readIntoShard) {
     if (!hasShardRegion_) return TIDE_ERROR(Code::kInternal, "store: no shard region to read into");
     readBase = buffers[static_cast<int>(Space::kInfer)];

@@ -43,6 +43,7 @@
 #include "engine/exec/rank_layout.h"
 #include "engine/exec/rank_schedule.h"
 #include "engine/exec/store_coordinator.h"
+#include "engine/transport/registration.h"
 #include "engine/transport/transport.h"
 
 namespace tide::exec {
@@ -160,10 +161,8 @@ class StorePath {
   std::unique_ptr<StoreCoordinator> coordinator_;  // rank 0
 
   // Hosted node segment.
-  std::unique_ptr<uint8_t[]> segment_;
-  uint32_t segmentId_ = 0;
-  bool segmentRegistered_ = false;
-  std::vector<uint32_t> segIds_;  // node -> imported region id
+  transport::Registration segment_;  // released when the node is dropped (fault injection)
+  std::vector<uint32_t> segIds_;     // node -> imported region id
 
   // Trainer side.
   int writer_ = -1;
@@ -175,10 +174,8 @@ class StorePath {
   // Reader side.
   std::vector<Piece> pieces_;
   std::vector<Unit> units_;
-  std::unique_ptr<uint8_t[]> shadow_;
+  transport::Registration shadow_;
   uint64_t shadowBytes_ = 0;
-  uint32_t shadowId_ = 0;
-  bool shadowRegistered_ = false;
   uint32_t shardRegion_ = 0;  // readIntoShard
   bool hasShardRegion_ = false;
   std::set<uint32_t> down_;                 // nodes this reader found gone

@@ -10,6 +10,7 @@
 #include "engine/core/clock.h"
 #include "engine/core/kv_store.h"
 #include "engine/core/units.h"
+#include "engine/transport/registration.h"
 #include "engine/transport/registry.h"
 #include "harness/transport_bench/transport_bench.h"
 
@@ -36,9 +37,9 @@ Result<nlohmann::json> runRegisterBench(const RegisterBenchOptions& o) {
       // As the executor's set-up: value-initialized, so every page is touched.
       auto buf = std::make_unique<uint8_t[]>(size);
       const double t0 = nowSeconds();
-      TIDE_ASSIGN_OR_RETURN(auto region, t->registerRegion(buf.get(), size));
+      TIDE_ASSIGN_OR_RETURN(auto region, transport::Registration::borrow(*t, buf.get(), size));
       const double t1 = nowSeconds();
-      TIDE_RETURN_IF_ERROR(t->deregisterRegion(region.id));
+      TIDE_RETURN_IF_ERROR(region.release());
       dereg.push_back(nowSeconds() - t1);
       reg.push_back(t1 - t0);
     }

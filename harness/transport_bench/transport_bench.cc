@@ -16,6 +16,7 @@
 #include "engine/core/log.h"
 #include "engine/core/units.h"
 #include "engine/exec/rank_env.h"
+#include "engine/transport/registration.h"
 #include "engine/transport/registry.h"
 #include "harness/transport_bench/iperf_reference.h"
 
@@ -65,10 +66,11 @@ Status sendByte(Transport& t, int peer, uint8_t b) {
 // 'H' hash the buffer, 'Q' quit.
 Status rankOne(Transport& t, uint64_t bytes) {
   // From the transport: shm peers in other processes then map it once.
-  TIDE_ASSIGN_OR_RETURN(auto dst, t.allocateHost(bytes));
-  std::memset(dst.data(), 0, bytes);
-  TIDE_ASSIGN_OR_RETURN(auto region, t.registerRegion(dst.data(), bytes));
-  std::string d = region.descriptor.serialize();
+  TIDE_ASSIGN_OR_RETURN(auto memory, t.allocateHost(bytes));
+  std::memset(memory.data(), 0, bytes);
+  // Deregistered before the memory goes, on every return.
+  TIDE_ASSIGN_OR_RETURN(auto dst, transport::Registration::adopt(t, std::move(memory)));
+  std::string d = dst.descriptor().serialize();
   TIDE_RETURN_IF_ERROR(t.send(
       0, kTag, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(d.data()), d.size())));
   while (true) {
@@ -79,7 +81,7 @@ Status rankOne(Transport& t, uint64_t bytes) {
     TIDE_RETURN_IF_ERROR(
         t.send(0, kTag, std::span<const uint8_t>(reinterpret_cast<uint8_t*>(&h), sizeof h)));
   }
-  TIDE_RETURN_IF_ERROR(t.deregisterRegion(region.id));
+  TIDE_RETURN_IF_ERROR(dst.release());
   return sendByte(t, 0, 'B');  // bye: rank 0 may now close
 }
 
@@ -126,15 +128,15 @@ Result<RankZeroResult> rankZero(Transport& t, const TransportBenchOptions& o, bo
   fillPattern(data, o.bytes, 0x7469646562656e63ull);
   if (withMemcpy) std::memset(ref.data.get(), 0, o.bytes);
   const uint64_t expected = XXH3_64bits(data, o.bytes);
-  TIDE_ASSIGN_OR_RETURN(auto local, t.registerRegion(data, o.bytes));
+  TIDE_ASSIGN_OR_RETURN(auto local, transport::Registration::borrow(t, data, o.bytes));
   TIDE_ASSIGN_OR_RETURN(auto raw, t.recv(1, kTag, kControlTimeout));
   TIDE_ASSIGN_OR_RETURN(auto remote,
                         transport::RemoteRegion::deserialize(std::string(raw.begin(), raw.end())));
   TIDE_RETURN_IF_ERROR(t.importRegion(remote));
   std::vector<Request> reqs;
   for (uint64_t off = 0; off < o.bytes; off += o.block)
-    reqs.push_back(
-        Request{Op::kWrite, local.id, off, 1, remote.id, off, std::min(o.block, o.bytes - off), 0});
+    reqs.push_back(Request{Op::kWrite, local.id(), off, 1, remote.id, off,
+                           std::min(o.block, o.bytes - off), 0});
   auto once = [&]() -> Result<double> {
     Stopwatch sw;
     TIDE_ASSIGN_OR_RETURN(auto id, t.submit(reqs));
@@ -162,7 +164,7 @@ Result<RankZeroResult> rankZero(Transport& t, const TransportBenchOptions& o, bo
   TIDE_RETURN_IF_ERROR(sendByte(t, 1, 'Q'));
   TIDE_ASSIGN_OR_RETURN(auto bye, t.recv(1, kTag, kControlTimeout));
   (void)bye;
-  TIDE_RETURN_IF_ERROR(t.deregisterRegion(local.id));
+  TIDE_RETURN_IF_ERROR(local.release());
   return r;
 }
 
