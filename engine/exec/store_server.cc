@@ -14,7 +14,7 @@
 #include "engine/core/errno_status.h"
 #include "engine/core/kv_store.h"
 #include "engine/core/log.h"
-#include "engine/exec/socket_io.h"
+#include "engine/core/socket_io.h"
 
 namespace tide::exec {
 namespace {
@@ -107,7 +107,7 @@ bool StoreServer::handshake(int fd, const StoreReader& read) {
   setIoTimeout(fd, kHandshakeSeconds);  // a silent client cannot pin a thread forever
   Status s = readStoreHello(read, token_);
   uint8_t reply = s.isOk() ? 1 : 0;
-  sendAll(fd, &reply, 1);
+  (void)sendAll(fd, &reply, 1);  // a client that went has nothing to read it
   if (!s.isOk())
     TIDE_LOG_WARN("rendezvous store: refused a connection ({}; another run or not a tide client)",
                   s.message());
@@ -121,7 +121,7 @@ void StoreServer::serve(Conn& conn) {
     std::atomic<bool>& done;
     ~MarkDone() { done = true; }
   } markDone{conn.done};
-  const StoreReader read = [fd](void* data, size_t n) { return recvAll(fd, data, n); };
+  const StoreReader read = [fd](void* data, size_t n) { return recvExact(fd, data, n).isOk(); };
   if (!handshake(fd, read)) {
     ::shutdown(fd, SHUT_RDWR);
     return;
@@ -132,19 +132,21 @@ void StoreServer::serve(Conn& conn) {
     if (req->op == StoreOp::kSet) {
       set(req->key, std::move(req->value));
       uint8_t r = 0;
-      if (!sendAll(fd, &r, 1)) break;
+      if (!sendAll(fd, &r, 1).isOk()) break;
     } else if (req->op == StoreOp::kGet) {
       std::string value;
       bool found = get(req->key, req->timeoutSeconds, value);
       if (stop_) break;
       uint8_t r = static_cast<uint8_t>(found ? StoreReply::kOk : StoreReply::kTimeout);
       uint32_t n = static_cast<uint32_t>(value.size());
-      if (!sendAll(fd, &r, 1) || !sendAll(fd, &n, sizeof n) || !sendAll(fd, value.data(), n)) break;
+      if (!sendAll(fd, &r, 1).isOk() || !sendAll(fd, &n, sizeof n).isOk() ||
+          !sendAll(fd, value.data(), n).isOk())
+        break;
     } else {
       bool ok = true;
       int64_t v = add(req->key, req->delta, ok);
       uint8_t r = static_cast<uint8_t>(ok ? StoreReply::kOk : StoreReply::kBad);
-      if (!sendAll(fd, &r, 1) || !sendAll(fd, &v, sizeof v)) break;
+      if (!sendAll(fd, &r, 1).isOk() || !sendAll(fd, &v, sizeof v).isOk()) break;
     }
   }
   ::shutdown(fd, SHUT_RDWR);

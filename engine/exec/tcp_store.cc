@@ -2,16 +2,17 @@
 
 #include <sys/socket.h>
 
-#include "engine/exec/socket_io.h"
+#include "engine/core/socket_io.h"
 
 namespace tide::exec {
 namespace {
 
 constexpr size_t kMaxIdle = 8;
 
-bool sendString(int fd, const std::string& s) {
+Status sendString(int fd, const std::string& s) {
   uint32_t n = static_cast<uint32_t>(s.size());
-  return sendAll(fd, &n, sizeof n) && sendAll(fd, s.data(), s.size());
+  TIDE_RETURN_IF_ERROR(sendAll(fd, &n, sizeof n));
+  return sendAll(fd, s.data(), s.size());
 }
 
 }  // namespace
@@ -50,7 +51,7 @@ Result<UniqueFd> TcpStore::borrow() {
     }
   }
   const std::string where = host_ + ":" + std::to_string(port_);
-  auto fd = connectTcp(host_, port_, connectTimeout_);
+  auto fd = connectTcp(host_, port_, Deadline::after(connectTimeout_));
   if (!fd.isOk())
     return TIDE_ERROR(Code::kUnavailable,
                       "rendezvous store (master) unreachable: " + fd.status().message() +
@@ -58,10 +59,15 @@ Result<UniqueFd> TcpStore::borrow() {
   setIoTimeout(fd->get(), kReplySlackSeconds);
   uint32_t magic = kStoreMagic;
   uint8_t accepted = 0;
-  if (!sendAll(fd->get(), &magic, sizeof magic) || !sendString(fd->get(), token_) ||
-      !recvAll(fd->get(), &accepted, 1))
+  auto hello = [&]() -> Status {
+    TIDE_RETURN_IF_ERROR(sendAll(fd->get(), &magic, sizeof magic));
+    TIDE_RETURN_IF_ERROR(sendString(fd->get(), token_));
+    return recvExact(fd->get(), &accepted, 1);
+  };
+  if (Status st = hello(); !st.isOk())
     return TIDE_ERROR(Code::kUnavailable, "rendezvous store at " + where +
-                                              " closed the connection during the handshake");
+                                              " closed the connection during the handshake (" +
+                                              st.message() + ")");
   if (accepted != 1)
     return TIDE_ERROR(Code::kPermissionDenied,
                       "rendezvous store at " + where +
@@ -74,10 +80,11 @@ void TcpStore::giveBack(UniqueFd fd) {
   if (idle_.size() < kMaxIdle) idle_.push_back(std::move(fd));
 }
 
-Status TcpStore::lost(const std::string& op, const std::string& key) const {
+Status TcpStore::lost(const std::string& op, const std::string& key, const Status& why) const {
   return TIDE_ERROR(Code::kUnavailable, "rendezvous store at " + host_ + ":" +
                                             std::to_string(port_) + ": connection lost during " +
-                                            op + " '" + key + "' (master exited?)");
+                                            op + " '" + key +
+                                            "' (master exited?): " + why.message());
 }
 
 Status TcpStore::set(const std::string& key, const std::string& value) {
@@ -89,9 +96,13 @@ Status TcpStore::set(const std::string& key, const std::string& value) {
   }
   TIDE_ASSIGN_OR_RETURN(UniqueFd fd, borrow());
   uint8_t op = static_cast<uint8_t>(StoreOp::kSet), r = 0;
-  if (!sendAll(fd.get(), &op, 1) || !sendString(fd.get(), key) || !sendString(fd.get(), value) ||
-      !recvAll(fd.get(), &r, 1))
-    return lost("set", key);
+  auto exchange = [&]() -> Status {
+    TIDE_RETURN_IF_ERROR(sendAll(fd.get(), &op, 1));
+    TIDE_RETURN_IF_ERROR(sendString(fd.get(), key));
+    TIDE_RETURN_IF_ERROR(sendString(fd.get(), value));
+    return recvExact(fd.get(), &r, 1);
+  };
+  if (Status st = exchange(); !st.isOk()) return lost("set", key, st);
   giveBack(std::move(fd));
   return Status::ok();
 }
@@ -111,12 +122,17 @@ Result<std::string> TcpStore::get(const std::string& key, double timeoutSeconds)
   setIoTimeout(fd.get(), std::max(timeoutSeconds, 0.0) + kReplySlackSeconds);
   uint8_t op = static_cast<uint8_t>(StoreOp::kGet), r = 0;
   uint32_t n = 0;
-  if (!sendAll(fd.get(), &op, 1) || !sendString(fd.get(), key) ||
-      !sendAll(fd.get(), &timeoutSeconds, sizeof timeoutSeconds) || !recvAll(fd.get(), &r, 1) ||
-      !recvAll(fd.get(), &n, sizeof n) || n > kMaxStoreValue)
-    return lost("get", key);
-  value.resize(n);
-  if (n > 0 && !recvAll(fd.get(), value.data(), n)) return lost("get", key);
+  auto exchange = [&]() -> Status {
+    TIDE_RETURN_IF_ERROR(sendAll(fd.get(), &op, 1));
+    TIDE_RETURN_IF_ERROR(sendString(fd.get(), key));
+    TIDE_RETURN_IF_ERROR(sendAll(fd.get(), &timeoutSeconds, sizeof timeoutSeconds));
+    TIDE_RETURN_IF_ERROR(recvExact(fd.get(), &r, 1));
+    TIDE_RETURN_IF_ERROR(recvExact(fd.get(), &n, sizeof n));
+    if (n > kMaxStoreValue) return TIDE_ERROR(Code::kDataLoss, "reply larger than any value");
+    value.resize(n);
+    return n > 0 ? recvExact(fd.get(), value.data(), n) : Status::ok();
+  };
+  if (Status st = exchange(); !st.isOk()) return lost("get", key, st);
   setIoTimeout(fd.get(), kReplySlackSeconds);
   giveBack(std::move(fd));
   if (r != static_cast<uint8_t>(StoreReply::kOk)) return timeoutError();
@@ -132,10 +148,14 @@ Result<int64_t> TcpStore::add(const std::string& key, int64_t delta) {
   } else {
     TIDE_ASSIGN_OR_RETURN(UniqueFd fd, borrow());
     uint8_t op = static_cast<uint8_t>(StoreOp::kAdd), r = 0;
-    if (!sendAll(fd.get(), &op, 1) || !sendString(fd.get(), key) ||
-        !sendAll(fd.get(), &delta, sizeof delta) || !recvAll(fd.get(), &r, 1) ||
-        !recvAll(fd.get(), &v, sizeof v))
-      return lost("add", key);
+    auto exchange = [&]() -> Status {
+      TIDE_RETURN_IF_ERROR(sendAll(fd.get(), &op, 1));
+      TIDE_RETURN_IF_ERROR(sendString(fd.get(), key));
+      TIDE_RETURN_IF_ERROR(sendAll(fd.get(), &delta, sizeof delta));
+      TIDE_RETURN_IF_ERROR(recvExact(fd.get(), &r, 1));
+      return recvExact(fd.get(), &v, sizeof v);
+    };
+    if (Status st = exchange(); !st.isOk()) return lost("add", key, st);
     giveBack(std::move(fd));
     ok = r == static_cast<uint8_t>(StoreReply::kOk);
   }

@@ -47,7 +47,8 @@ class TcpStore final : public Store {
         connectTimeout_(connectTimeout) {}
   Result<UniqueFd> borrow();
   void giveBack(UniqueFd fd);
-  Status lost(const std::string& op, const std::string& key) const;
+  // kUnavailable for an exchange that failed with `why`.
+  Status lost(const std::string& op, const std::string& key, const Status& why) const;
 
   std::string host_;
   int port_;

@@ -18,7 +18,7 @@
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
 #include "engine/core/fd.h"
-#include "engine/exec/socket_io.h"
+#include "engine/core/socket_io.h"
 
 extern char** environ;
 
@@ -111,8 +111,8 @@ Result<IperfRun> runIperf3(const std::string& iperf3, uint64_t bytes, int stream
                            double timeoutSeconds) {
   int port = 0;
   {
-    TIDE_ASSIGN_OR_RETURN(UniqueFd probe, exec::listenTcp("127.0.0.1", 0, 1));
-    port = exec::boundPort(probe.get());
+    TIDE_ASSIGN_OR_RETURN(UniqueFd probe, listenTcp("127.0.0.1", 0, 1));
+    port = boundPort(probe.get());
   }
   const std::string ps = std::to_string(port);
   TIDE_ASSIGN_OR_RETURN(pid_t spid, spawn({iperf3, "-s", "-1", "-p", ps, "-B", "127.0.0.1"}, -1));

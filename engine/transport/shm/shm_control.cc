@@ -13,6 +13,7 @@
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
 #include "engine/core/parse.h"
+#include "engine/core/socket_io.h"
 
 namespace tide::transport::shm {
 namespace {
@@ -37,38 +38,6 @@ sockaddr_un abstractAddress(const std::string& name, socklen_t& len) {
   len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 +
                                std::min(name.size(), sizeof a.sun_path - 2));
   return a;
-}
-
-void setTimeouts(int fd, double seconds) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(seconds);
-  tv.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(tv.tv_sec)) * 1e6);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-}
-
-bool writeAll(int fd, const void* p, size_t n) {
-  const char* c = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::send(fd, c, n, MSG_NOSIGNAL);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    c += w;
-    n -= static_cast<size_t>(w);
-  }
-  return true;
-}
-
-bool readAll(int fd, void* p, size_t n) {
-  char* c = static_cast<char*>(p);
-  while (n > 0) {
-    ssize_t r = ::recv(fd, c, n, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    c += r;
-    n -= static_cast<size_t>(r);
-  }
-  return true;
 }
 
 }  // namespace
@@ -149,9 +118,9 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::create(int rank, int wor
     sockaddr_un pa = abstractAddress(peerName, alen);
     if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&pa), alen) != 0)
       return TIDE_ERRNO("shm: connect to rank " + std::to_string(p));
-    setTimeouts(fd.get(), opTimeoutSeconds);
-    if (!writeAll(fd.get(), &hello, sizeof hello))
-      return TIDE_ERRNO("shm: hello to rank " + std::to_string(p));
+    setIoTimeout(fd.get(), opTimeoutSeconds);
+    TIDE_RETURN_IF_ERROR(sendAll(fd.get(), &hello, sizeof hello)
+                             .withContext("shm: hello to rank " + std::to_string(p)));
     c->out_[p] = std::move(fd);
   }
   return c;
@@ -173,10 +142,10 @@ bool ControlChannel::peerGone(int peer) const {
 
 bool ControlChannel::readMessage(int fd, int peer) {
   Header h{};
-  if (!readAll(fd, &h, sizeof h)) return false;
+  if (!recvExact(fd, &h, sizeof h).isOk()) return false;
   if (h.length > kMaxMessage) return false;
   std::vector<uint8_t> body(h.length);
-  if (h.length > 0 && !readAll(fd, body.data(), body.size())) return false;
+  if (h.length > 0 && !recvExact(fd, body.data(), body.size()).isOk()) return false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     inbox_[{peer, h.tag}].push_back(std::move(body));
@@ -203,7 +172,7 @@ void ControlChannel::receiveLoop() {
     if (pfds[1].revents & POLLIN) {
       UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC));
       if (fd.valid()) {
-        setTimeouts(fd.get(), opTimeout_);
+        setIoTimeout(fd.get(), opTimeout_);
         conns.push_back(std::move(fd));
         peers.push_back(-1);
       }
@@ -214,8 +183,8 @@ void ControlChannel::receiveLoop() {
       bool ok = true;
       if (peers[i] < 0) {
         Hello h{};
-        ok = readAll(fd, &h, sizeof h) && h.rank >= 0 && h.rank < worldSize_ && h.rank != rank_ &&
-             h.nonce == nonce_;
+        ok = recvExact(fd, &h, sizeof h).isOk() && h.rank >= 0 && h.rank < worldSize_ &&
+             h.rank != rank_ && h.nonce == nonce_;
         if (ok) peers[i] = h.rank;
         if (!ok) {  // a stranger or a broken hello: drop the connection only
           conns.erase(conns.begin() + static_cast<long>(i));
@@ -253,9 +222,11 @@ Status ControlChannel::send(int peer, uint32_t tag, std::span<const uint8_t> byt
   Header h{tag, static_cast<uint32_t>(bytes.size())};
   std::lock_guard<std::mutex> lock(*outMu_[peer]);
   int fd = out_[peer].get();
-  if (!writeAll(fd, &h, sizeof h) || (!bytes.empty() && !writeAll(fd, bytes.data(), bytes.size())))
+  Status st = sendAll(fd, &h, sizeof h);
+  if (st.isOk() && !bytes.empty()) st = sendAll(fd, bytes.data(), bytes.size());
+  if (!st.isOk())
     return TIDE_ERROR(Code::kUnavailable, "shm: send to rank " + std::to_string(peer) +
-                                              " failed: " + std::strerror(errno) +
+                                              " failed: " + st.message() +
                                               " (peer gone or not reading)");
   return Status::ok();
 }

@@ -13,6 +13,7 @@
 
 #include "engine/core/errno_status.h"
 #include "engine/core/sanitizers.h"
+#include "engine/core/socket_io.h"
 #include "engine/transport/tcp/tcp_wire.h"
 #if TIDE_TSAN
 extern "C" void __tsan_read_range(void* addr, unsigned long size);
@@ -56,24 +57,6 @@ ssize_t sendmsgForSanitizers(int fd, const msghdr* msg, int flags) {
 
 bool transientErrno(int err) {
   return err == EAGAIN || err == EWOULDBLOCK || err == EINTR;
-}
-
-Result<sockaddr_in> resolve(const std::string& host, uint16_t port) {
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  if (inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) return addr;
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  if (rc != 0 || res == nullptr)
-    return TIDE_ERROR(Code::kInvalidArgument,
-                      "cannot resolve host '" + host + "': " + gai_strerror(rc));
-  addr.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
-  freeaddrinfo(res);
-  return addr;
 }
 
 }  // namespace
@@ -208,53 +191,29 @@ Status configureSocket(int fd, uint64_t bufferBytes) {
 }
 
 Result<UniqueFd> listenOn(const std::string& host, int backlog, uint16_t& port) {
-  TIDE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, 0));
-  UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!fd.valid()) return TIDE_ERRNO("socket");
-  if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return TIDE_ERRNO("bind to " + host);
-  if (::listen(fd.get(), backlog) != 0) return TIDE_ERRNO("listen on " + host);
-  socklen_t len = sizeof addr;
-  if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    return TIDE_ERRNO("getsockname");
-  port = ntohs(addr.sin_port);
+  TIDE_ASSIGN_OR_RETURN(UniqueFd fd, listenTcp(host, 0, backlog));
+  const int bound = boundPort(fd.get());
+  if (bound < 0) return TIDE_ERRNO("getsockname");
+  port = static_cast<uint16_t>(bound);
   return fd;
 }
 
 Result<UniqueFd> connectTo(const std::string& hostPort, const Deadline& deadline) {
   TIDE_ASSIGN_OR_RETURN(HostPort where, splitHostPort(hostPort));
-  TIDE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(where.host, where.port));
-  while (true) {
-    UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd.valid()) return TIDE_ERRNO("socket");
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
-    if (errno != ECONNREFUSED && errno != EINTR && errno != EAGAIN)
-      return TIDE_ERRNO("connect to " + hostPort);
-    if (deadline.expired())
-      return TIDE_ERROR(Code::kTimeout, "connect to " + hostPort + ": refused until deadline");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  auto fd = connectTcp(where.host, where.port, deadline);
+  // The transport's contract: a peer that never listened is a timeout.
+  if (!fd.isOk() && fd.status().code() == Code::kUnavailable && deadline.expired())
+    return TIDE_ERROR(Code::kTimeout, "connect to " + hostPort + ": " + fd.status().message());
+  return fd;
 }
 
 Status readWithDeadline(int fd, void* buf, size_t len, const Deadline& deadline) {
-  char* p = static_cast<char*>(buf);
-  while (len > 0) {
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline.remaining()).count();
-    if (ms <= 0) return TIDE_ERROR(Code::kTimeout, "handshake timed out");
-    pollfd pfd{fd, POLLIN, 0};
-    int rc = ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(ms, 1000)));
-    if (rc < 0 && errno != EINTR) return TIDE_ERRNO("poll");
-    if (rc <= 0) continue;
-    ssize_t n = ::recv(fd, p, len, MSG_DONTWAIT);
-    if (n == 0) return TIDE_ERROR(Code::kUnavailable, "connection closed during handshake");
-    if (n < 0) {
-      if (transientErrno(errno)) continue;
-      return TIDE_ERRNO("handshake receive");
-    }
-    p += n;
-    len -= static_cast<size_t>(n);
-  }
-  return Status::ok();
+  Status s = recvExact(fd, buf, len, deadline);
+  if (s.isOk()) return s;
+  if (s.code() == Code::kTimeout) return TIDE_ERROR(Code::kTimeout, "handshake timed out");
+  if (s.code() == Code::kUnavailable)
+    return TIDE_ERROR(Code::kUnavailable, "connection closed during handshake");
+  return s.withContext("handshake receive");
 }
 
 }  // namespace tide::transport::tcp

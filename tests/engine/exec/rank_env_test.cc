@@ -5,7 +5,7 @@
 #include <map>
 #include <thread>
 
-#include "engine/exec/socket_io.h"
+#include "engine/core/socket_io.h"
 
 namespace tide::exec {
 namespace {

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "engine/core/clock.h"
-#include "engine/exec/socket_io.h"
+#include "engine/core/socket_io.h"
 
 namespace tide::exec {
 namespace {
