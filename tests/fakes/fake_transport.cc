@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "engine/transport/mailbox.h"
 #include "engine/transport/region_table.h"
 
 namespace tide::transport::fakes {
@@ -14,13 +15,16 @@ namespace tide::transport::fakes {
 class FakeFabric {
  public:
   explicit FakeFabric(int worldSize) : ranks_(worldSize) {
-    for (int r = 0; r < worldSize; ++r) ranks_[r].regions = std::make_unique<RegionTable>(r);
+    for (int r = 0; r < worldSize; ++r) {
+      ranks_[r].regions = std::make_unique<RegionTable>(r);
+      ranks_[r].mailbox = std::make_unique<Mailbox>(worldSize);
+    }
   }
   struct Rank {
     std::unique_ptr<RegionTable> regions;
     bool alive = true;
     std::deque<Notification> notifications;
-    std::map<std::pair<int, uint32_t>, std::deque<std::vector<uint8_t>>> mailbox;
+    std::unique_ptr<Mailbox> mailbox;  // control messages to this rank
   };
   std::mutex mu;
   std::condition_variable cv;
@@ -38,6 +42,9 @@ class FakeTransport final : public Transport {
       std::lock_guard lock(fabric_->mu);
       fabric_->ranks_[rank_].alive = false;
       fabric_->cv.notify_all();
+      const Status gone =
+          TIDE_ERROR(Code::kUnavailable, "rank " + std::to_string(rank_) + " is gone");
+      for (auto& r : fabric_->ranks_) r.mailbox->close(rank_, gone);
     }
     // Waits for accesses in progress, as a real target's shutdown does.
     for (uint32_t id : ids_) (void)self().regions->remove(id);
@@ -124,24 +131,13 @@ class FakeTransport final : public Transport {
     auto& dst = fabric_->ranks_[peer];
     if (!dst.alive)
       return TIDE_ERROR(Code::kUnavailable, "rank " + std::to_string(peer) + " is gone");
-    dst.mailbox[{rank_, tag}].emplace_back(bytes.begin(), bytes.end());
-    fabric_->cv.notify_all();
+    dst.mailbox->put(rank_, tag, std::vector<uint8_t>(bytes.begin(), bytes.end()));
     return Status::ok();
   }
   Result<std::vector<uint8_t>> recv(int peer, uint32_t tag, double timeoutSeconds) override {
     if (peer < 0 || peer >= worldSize())
       return TIDE_ERROR(Code::kInvalidArgument, "recv from a rank outside the world");
-    std::unique_lock lock(fabric_->mu);
-    auto& box = self().mailbox[{peer, tag}];
-    fabric_->cv.wait_for(lock, std::chrono::duration<double>(timeoutSeconds),
-                         [&] { return !box.empty() || !fabric_->ranks_[peer].alive; });
-    if (box.empty())
-      return fabric_->ranks_[peer].alive
-                 ? TIDE_ERROR(Code::kTimeout, "no message")
-                 : TIDE_ERROR(Code::kUnavailable, "rank " + std::to_string(peer) + " is gone");
-    auto out = std::move(box.front());
-    box.pop_front();
-    return out;
+    return self().mailbox->take(peer, tag, timeoutSeconds);
   }
 
  private:

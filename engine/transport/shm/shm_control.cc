@@ -62,8 +62,7 @@ ControlChannel::ControlChannel(int rank, int worldSize, double opTimeoutSeconds)
       worldSize_(worldSize),
       opTimeout_(opTimeoutSeconds),
       out_(worldSize),
-      gone_(worldSize, 0),
-      goneReason_(worldSize) {
+      mailbox_(worldSize) {
   for (int i = 0; i < worldSize; ++i) outMu_.push_back(std::make_unique<std::mutex>());
 }
 
@@ -74,11 +73,7 @@ ControlChannel::~ControlChannel() {
     [[maybe_unused]] ssize_t n = ::write(wake_.get(), &one, sizeof one);
   }
   if (receiver_.joinable()) receiver_.join();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (int p = 0; p < worldSize_; ++p) gone_[p] = 1;
-  }
-  cv_.notify_all();
+  mailbox_.closeAll(TIDE_ERROR(Code::kUnavailable, "shm transport closed"));
 }
 
 Result<std::unique_ptr<ControlChannel>> ControlChannel::create(int rank, int worldSize,
@@ -127,17 +122,11 @@ Result<std::unique_ptr<ControlChannel>> ControlChannel::create(int rank, int wor
 }
 
 void ControlChannel::markGone(int peer, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!gone_[peer]) goneReason_[peer] = why;
-    gone_[peer] = 1;
-  }
-  cv_.notify_all();
+  mailbox_.close(peer, TIDE_ERROR(Code::kUnavailable, why));
 }
 
 bool ControlChannel::peerGone(int peer) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return gone_[peer] != 0;
+  return mailbox_.closed(peer);
 }
 
 bool ControlChannel::readMessage(int fd, int peer) {
@@ -146,11 +135,7 @@ bool ControlChannel::readMessage(int fd, int peer) {
   if (h.length > kMaxMessage) return false;
   std::vector<uint8_t> body(h.length);
   if (h.length > 0 && !recvExact(fd, body.data(), body.size()).isOk()) return false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    inbox_[{peer, h.tag}].push_back(std::move(body));
-  }
-  cv_.notify_all();
+  mailbox_.put(peer, h.tag, std::move(body));
   return true;
 }
 
@@ -212,11 +197,7 @@ Status ControlChannel::send(int peer, uint32_t tag, std::span<const uint8_t> byt
   if (bytes.size() > kMaxMessage)
     return TIDE_ERROR(Code::kInvalidArgument, "control message over 1 GiB");
   if (peer == rank_) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      inbox_[{peer, tag}].emplace_back(bytes.begin(), bytes.end());
-    }
-    cv_.notify_all();
+    mailbox_.put(peer, tag, std::vector<uint8_t>(bytes.begin(), bytes.end()));
     return Status::ok();
   }
   Header h{tag, static_cast<uint32_t>(bytes.size())};
@@ -236,24 +217,7 @@ Result<std::vector<uint8_t>> ControlChannel::recv(int peer, uint32_t tag, double
     return TIDE_ERROR(Code::kInvalidArgument, "recv from rank " + std::to_string(peer) +
                                                   " outside world of " +
                                                   std::to_string(worldSize_));
-  Deadline deadline = Deadline::after(timeoutSeconds);
-  std::unique_lock<std::mutex> lock(mu_);
-  while (true) {
-    auto it = inbox_.find({peer, tag});
-    if (it != inbox_.end() && !it->second.empty()) {
-      std::vector<uint8_t> m = std::move(it->second.front());
-      it->second.pop_front();
-      return m;
-    }
-    if (gone_[peer])
-      return TIDE_ERROR(Code::kUnavailable,
-                        goneReason_[peer].empty() ? "shm transport closed" : goneReason_[peer]);
-    if (deadline.expired())
-      return TIDE_ERROR(Code::kTimeout, "no message from rank " + std::to_string(peer) + " (tag " +
-                                            std::to_string(tag) + ") within " +
-                                            std::to_string(timeoutSeconds) + " s");
-    cv_.wait_until(lock, deadline.when());
-  }
+  return mailbox_.take(peer, tag, timeoutSeconds);
 }
 
 }  // namespace tide::transport::shm

@@ -20,6 +20,7 @@
 #include "engine/core/fd.h"
 #include "engine/core/kv_store.h"
 #include "engine/core/status.h"
+#include "engine/transport/mailbox.h"
 
 namespace tide::transport::shm {
 
@@ -66,11 +67,7 @@ class ControlChannel {
   std::vector<std::unique_ptr<std::mutex>> outMu_;
   std::thread receiver_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::pair<int, uint32_t>, std::deque<std::vector<uint8_t>>> inbox_;
-  std::vector<uint8_t> gone_;            // per peer, under mu_
-  std::vector<std::string> goneReason_;  // per peer, under mu_
+  Mailbox mailbox_;  // a peer whose connection ended is closed in it
   std::atomic<bool> stop_{false};
 };
 

@@ -8,6 +8,7 @@
 
 #include "engine/core/log.h"
 #include "engine/core/units.h"
+#include "engine/transport/mailbox.h"
 #include "engine/transport/region_table.h"
 #include "engine/transport/tcp/tcp_in_stream.h"
 #include "engine/transport/tcp/tcp_out_stream.h"
@@ -21,7 +22,11 @@ constexpr uint64_t kDefaultSliceBytes = 4ull << 20;
 class TcpTransport final : public Transport, public StreamHost {
  public:
   TcpTransport(const TransportConfig& c, uint64_t sliceBytes)
-      : config_(c), sliceBytes_(sliceBytes), regions_(c.rank), peerError_(c.worldSize) {}
+      : config_(c),
+        sliceBytes_(sliceBytes),
+        regions_(c.rank),
+        mailbox_(c.worldSize),
+        peerError_(c.worldSize) {}
 
   ~TcpTransport() override {
     stopping_ = true;
@@ -118,9 +123,7 @@ class TcpTransport final : public Transport, public StreamHost {
     cv_.notify_all();
   }
   void deliverControl(int peer, uint32_t tag, std::vector<uint8_t> bytes) override {
-    std::lock_guard lock(mu_);
-    mailbox_[{peer, tag}].push_back(std::move(bytes));
-    cv_.notify_all();
+    mailbox_.put(peer, tag, std::move(bytes));
   }
   RegionTable& regions() override { return regions_; }
   const std::atomic<bool>& stopping() const override { return stopping_; }
@@ -139,6 +142,7 @@ class TcpTransport final : public Transport, public StreamHost {
   std::vector<std::vector<std::unique_ptr<InStream>>> in_;
   std::vector<std::atomic<uint64_t>> rr_;  // per-peer stripe cursor
   std::atomic<bool> stopping_{false};
+  Mailbox mailbox_;  // control messages received, closed with peerError_
 
   std::mutex mu_;  // guards everything below
   std::condition_variable cv_;
@@ -146,7 +150,6 @@ class TcpTransport final : public Transport, public StreamHost {
   std::map<BatchId, std::shared_ptr<BatchState>> batches_;
   BatchId nextBatch_ = 1;
   std::deque<Notification> notifications_;
-  std::map<std::pair<int, uint32_t>, std::deque<std::vector<uint8_t>>> mailbox_;
   std::vector<Status> peerError_;
   std::vector<int> openConnections_;  // per peer, incoming and outgoing
 };
@@ -163,6 +166,7 @@ void TcpTransport::peerFailed(int peer, const Status& status) {
     peerError_[peer] =
         TIDE_ERROR(status.code() == Code::kTimeout ? Code::kTimeout : Code::kUnavailable,
                    "rank " + std::to_string(peer) + " is gone: " + status.message());
+    mailbox_.close(peer, peerError_[peer]);
     cv_.notify_all();
   }
   // Every request to the peer fails now rather than one timeout per stream.
@@ -332,19 +336,7 @@ Result<std::vector<uint8_t>> TcpTransport::recv(int peer, uint32_t tag, double t
     return TIDE_ERROR(Code::kInvalidArgument, "recv from rank " + std::to_string(peer) +
                                                   " outside world of " +
                                                   std::to_string(config_.worldSize));
-  std::unique_lock lock(mu_);
-  auto& box = mailbox_[{peer, tag}];
-  cv_.wait_for(lock, std::chrono::duration<double>(std::max(0.0, timeoutSeconds)),
-               [&] { return !box.empty() || !peerError_[peer].isOk(); });
-  if (box.empty()) {
-    if (!peerError_[peer].isOk()) return peerError_[peer];
-    return TIDE_ERROR(Code::kTimeout, "no message from rank " + std::to_string(peer) + " tag " +
-                                          std::to_string(tag) + " within " +
-                                          std::to_string(timeoutSeconds) + " s");
-  }
-  std::vector<uint8_t> out = std::move(box.front());
-  box.pop_front();
-  return out;
+  return mailbox_.take(peer, tag, timeoutSeconds);
 }
 
 }  // namespace
