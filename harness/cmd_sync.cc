@@ -15,8 +15,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "engine/core/errno_status.h"
+#include "engine/core/signal_guard.h"
 #include "engine/core/units.h"
 #include "engine/exec/emulated_cluster.h"
 #include "engine/exec/launcher.h"
@@ -297,30 +299,17 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
   lo.command = workerArgv(a);
   std::unique_ptr<exec::EmulatedCluster> cluster;
   std::unique_ptr<exec::RxeCluster> rxeCluster;
-  struct sigaction sa {
-  }, oldInt{}, oldTerm{};
-  sa.sa_handler = onSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, &oldInt);
-  sigaction(SIGTERM, &sa, &oldTerm);
-  auto restore = [&] {
-    sigaction(SIGINT, &oldInt, nullptr);
-    sigaction(SIGTERM, &oldTerm, nullptr);
-  };
+  // Ctrl-C while the cluster is set up or the ranks run: the handlers go
+  // back on every way out (a failed set-up throws).
+  std::optional<SignalGuard> signals(std::in_place, onSignal, 0);
   if (rxe) {
     auto c = startRxeCluster(a, p, lo);
-    if (!c.isOk()) {
-      restore();
-      throw StatusError(c.status());
-    }
+    if (!c.isOk()) throw StatusError(c.status());
     rxeCluster = std::move(*c);
   } else if (p.emulated) {
     const int nodes = plan::nodesNeeded(p.plan, p.w->cluster.gpusPerNode);
     auto c = exec::EmulatedCluster::create(nodes, p.w->cluster.nicBps * p.w->cluster.nicsPerNode);
-    if (!c.isOk()) {
-      restore();
-      throw StatusError(c.status());
-    }
+    if (!c.isOk()) throw StatusError(c.status());
     cluster = std::move(*c);
     // The prefix names everything the run creates: what to look for if a
     // run is killed before its teardown (`tide cluster cleanup` removes it).
@@ -340,7 +329,7 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
                    rxeCluster ? rxeCluster->teardown() : Status::ok()}) {
     if (!s.isOk()) std::fprintf(stderr, "tide: warning: teardown: %s\n", s.toString().c_str());
   }
-  restore();
+  signals.reset();
   const int rc = orThrow(std::move(code));
   if (rc != 0 && a.chaos.on()) {
     throw StatusError(TIDE_ERROR(

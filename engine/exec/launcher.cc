@@ -14,6 +14,8 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/errno_status.h"
+#include "engine/core/signal_guard.h"
+#include "engine/core/socket_io.h"
 #include "engine/exec/tcp_store.h"
 
 extern char** environ;
@@ -37,29 +39,23 @@ void onSignal(int sig) {
   errno = saved;
 }
 
-// Installs SIGINT/SIGTERM handlers for the launch and restores the old ones.
-class SignalGuard {
+// The launch's handlers write the signal to `writeFd` (the launcher's
+// loop reads it); the old handlers come back when it ends.
+class LaunchSignals {
  public:
-  explicit SignalGuard(int writeFd) {
-    gSignalPipe.store(writeFd, std::memory_order_release);
-    struct sigaction sa {};
-    sa.sa_handler = onSignal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    ::sigaction(SIGINT, &sa, &oldInt_);
-    ::sigaction(SIGTERM, &sa, &oldTerm_);
-  }
-  ~SignalGuard() {
-    ::sigaction(SIGINT, &oldInt_, nullptr);
-    ::sigaction(SIGTERM, &oldTerm_, nullptr);
-    gSignalPipe.store(-1, std::memory_order_release);
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
+  explicit LaunchSignals(int writeFd) : pipe_(publish(writeFd)), guard_(onSignal) {}
+  ~LaunchSignals() = default;  // guard_ restores the handlers before pipe_ forgets the fd
 
  private:
-  struct sigaction oldInt_ {};
-  struct sigaction oldTerm_ {};
+  struct Pipe {
+    ~Pipe() { gSignalPipe.store(-1, std::memory_order_release); }
+  };
+  static Pipe publish(int fd) {
+    gSignalPipe.store(fd, std::memory_order_release);
+    return {};
+  }
+  Pipe pipe_;
+  SignalGuard guard_;
 };
 
 std::string randomToken() {
@@ -70,14 +66,9 @@ std::string randomToken() {
   return t;
 }
 
+// Output to our own stdout/stderr: when it is gone there is nothing better to do.
 void writeAll(int fd, const std::string& s) {
-  size_t off = 0;
-  while (off < s.size()) {
-    ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // our own output is gone: nothing better to do
-    off += static_cast<size_t>(n);
-  }
+  (void)sendAll(fd, s);
 }
 
 struct Stream {
@@ -160,7 +151,7 @@ Result<int> launch(const LaunchOptions& o) {
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC | O_NONBLOCK) != 0) return TIDE_ERRNO("pipe");
   UniqueFd sigRead(sp[0]), sigWrite(sp[1]);
-  SignalGuard guard(sigWrite.get());
+  LaunchSignals guard(sigWrite.get());
   // From here on a signal reaches the pipe; one the caller caught before is
   // put there too, so that it is handled like any other.
   if (o.interrupted && o.interrupted->load()) onSignal(SIGINT);
