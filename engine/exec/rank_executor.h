@@ -8,12 +8,10 @@
 //            generator (outside the timed part), then
 //            pause (barrier) -> transfer -> verify -> bump version -> resume.
 //
-// Transfer runs the rank's schedule (rank_schedule.h) in one event loop:
-// ready batches are submitted, ready local copies run, finished batches and
-// arriving immediates are collected, so gather, convert and write of
-// different buckets overlap. Verification recomputes, independently of the
-// transfer, the XXH3 of every inference block from the generator and names
-// the first block that differs. Every transfer is recorded as a trace event.
+// The transfer is the update path's (update_path.h: full, sparse,
+// disk-delta, store), so this type knows no mode. Verification recomputes,
+// independently of the transfer, the XXH3 of every inference block from the
+// generator and names the first block that differs.
 
 #include <cstdint>
 #include <functional>
@@ -24,14 +22,15 @@
 
 #include "engine/core/kv_store.h"
 #include "engine/core/status.h"
-#include "engine/exec/disk_delta_path.h"
 #include "engine/exec/exec_report.h"
 #include "engine/exec/rank_layout.h"
 #include "engine/exec/rank_schedule.h"
-#include "engine/exec/sparse_path.h"
+#include "engine/exec/shard_content.h"
 #include "engine/exec/store_path.h"
+#include "engine/exec/update_path.h"
 #include "engine/exec/version_switch.h"
 #include "engine/plan/transfer_plan.h"
+#include "engine/transport/registration.h"
 #include "engine/transport/transport.h"
 #include "traces/event.h"
 #include "workloads/weights.h"
@@ -104,7 +103,7 @@ struct SetupWork {
   double registerSeconds = 0;    // inside the transport's registerRegion calls
 };
 
-class RankExecutor {
+class RankExecutor final : private UpdateHost {
  public:
   // `plan`, `layouts`, `weights`, `transport`, `store` must outlive this.
   // The store should be private to this run (a PrefixStore).
@@ -113,7 +112,7 @@ class RankExecutor {
                                                       const workloads::SyntheticWeights& weights,
                                                       transport::Transport& transport, Store& store,
                                                       ExecOptions options);
-  ~RankExecutor();
+  ~RankExecutor() override;
 
   // Runs update `step` (1, 2, ...): the inference shards go from version
   // step-1 to step. Fails on any transfer error or a block that does not
@@ -126,45 +125,53 @@ class RankExecutor {
   ServedVersion serving() const;
   // Whether this rank's inference shard holds exactly `version` (kDataLoss
   // naming the first block that does not). Tests: no rank ends on a mix.
-  Status checkVersion(int version) const { return verify(version).status(); }
+  Status checkVersion(int version) const {
+    return verifyInferShard(weights_, layouts_[rank_], rank_, version, spaces_[kInferSpace].data())
+        .status();
+  }
   const RankSchedule& schedule() const { return schedule_; }
   const SetupWork& setupWork() const { return setupWork_; }
   // The inference shard generation reads (empty on a trainer).
   std::span<const uint8_t> liveShard() const;
   // What emulated generation read since the executor started (switch only).
   GenerationStats generationTotals();
-  // Seconds on the steady clock, shared by the processes of one host.
-  static double now();
 
  private:
   RankExecutor(const plan::TransferPlan& plan, const std::vector<RankLayout>& layouts,
                const workloads::SyntheticWeights& weights, transport::Transport& transport,
                Store& store, ExecOptions options);
   Status setup();
-  Status materializeTrain(int version);
-  Status materializeInfer(int version);
-  Status transfer(int step, traces::EventSink* events, RankStep& out);
-  Status transferDisk(int step, traces::EventSink* events, RankStep& out);
-  Status transferStore(int step, traces::EventSink* events, RankStep& out);
-  Status rankEvent(traces::EventSink* events, int step, double t0, uint64_t bytes,
-                   traces::EventPath path) const;
-  // The bytes checked, or kDataLoss naming the first block that differs.
-  Result<uint64_t> verify(int version) const {
-    return verify(version, buffers_[kInferSpace].get());
-  }
-  Result<uint64_t> verify(int version, const uint8_t* shard) const;
-  Status setupSwitch();
-  // registerRegion, timed into setupWork_.
-  Result<transport::LocalRegion> registerTimed(uint8_t* base, uint64_t bytes);
-  Status join(int step, RankStep& out);
+  Status registerSpaces();
+  Status checkSwitch() const;
+  void setupSwitch();
+  // The steps after every rank verified: the gate, the version, the switch.
+  Status commit(int step, RankStep& out);
+  // Tests: flips one byte of the shard the update wrote (ExecOptions::corruptRank).
+  void corruptIfAsked(int step);
+  // Allocates and registers `bytes`, the registration timed into setupWork_.
+  Result<transport::Registration> registerTimed(uint64_t bytes);
   void switchCopies();
   static constexpr int kInferSpace = static_cast<int>(plan::Space::kInfer);
   // The inference shard an update writes: the shadow while a switch update runs.
-  uint8_t* buffer(plan::Space s) {
-    if (s == plan::Space::kInfer && switch_ && switch_->updating()) return inferShadow_.get();
-    return buffers_[static_cast<int>(s)].get();
+  uint8_t* buffer(plan::Space s) const {
+    if (s == plan::Space::kInfer && switch_ && switch_->updating()) return inferShadow_.data();
+    return spaces_[static_cast<int>(s)].data();
   }
-  std::array<uint8_t*, kSpaceCount> bufferArray();
+
+  // UpdateHost
+  Buffers buffers() override;
+  uint32_t region(plan::Space s) const override { return spaces_[static_cast<int>(s)].id(); }
+  uint32_t inferTargetRegion() const override {
+    return switch_ ? inferShadow_.id() : spaces_[kInferSpace].id();
+  }
+  Status materializeTrain(int version) override;
+  Status loadStart() override;
+  Result<uint64_t> verifyTarget(int version) const override {
+    return verifyInferShard(weights_, layouts_[rank_], rank_, version, buffer(plan::Space::kInfer));
+  }
+  void beginJoin() override;
+  Status finishJoin(int version) override;
+  double epoch() const override { return epoch_; }
 
   const plan::TransferPlan& plan_;
   const std::vector<RankLayout>& layouts_;
@@ -177,22 +184,12 @@ class RankExecutor {
   double epoch_ = 0;  // rank 0's steady clock at setup: events are relative to it
   RankSchedule schedule_;
   SetupWork setupWork_;
-  std::unique_ptr<uint8_t[]> buffers_[kSpaceCount];
-  uint32_t localIds_[kSpaceCount] = {};
-  bool registered_[kSpaceCount] = {};
-  // remoteIds_[peer][space]: imported region ids of the peers this rank writes to.
-  std::vector<std::array<uint32_t, kSpaceCount>> remoteIds_;
-  traces::EventPath path_ = traces::EventPath::kUnknown;
-  std::unique_ptr<SparsePath> sparse_;
-  std::unique_ptr<DiskDeltaPath> disk_;
-  std::unique_ptr<StorePath> storePath_;
-  // Switch: the second copy of the inference shard (buffers_[kInfer] is
-  // the live one; they trade places at each switch), and the peers' second
-  // copies, written at odd steps (version 0 lives in the first).
-  std::unique_ptr<uint8_t[]> inferShadow_;
-  uint32_t shadowLocalId_ = 0;
-  bool shadowRegistered_ = false;
-  std::vector<uint32_t> remoteShadowIds_;
+  transport::Registration spaces_[kSpaceCount];  // the rank's buffers, registered
+  std::unique_ptr<UpdatePath> update_;
+  // Switch: the second copy of the inference shard (spaces_[kInfer] is the
+  // live one; they trade places at each switch).
+  transport::Registration inferShadow_;
+  bool startPoisoned_ = false;             // loadStart() wrote the poison pattern
   bool serving_ = true;                    // false for a joining rank until it joined
   GenerationStats generated_;              // taken from the switch so far
   std::unique_ptr<VersionSwitch> switch_;  // last: its reader stops before the copies go

@@ -1,11 +1,10 @@
-// RankExecutor::transfer: one rank's share of a full or sparse update, run
-// as an event loop over its outgoing batches, local tasks and arrivals (the
-// rest of RankExecutor is in rank_executor.cc).
+#include "engine/exec/transfer_loop.h"
 
 #include <algorithm>
 #include <string>
 #include <unordered_map>
 
+#include "engine/core/clock.h"
 #include "engine/exec/rank_executor.h"
 
 namespace tide::exec {
@@ -20,16 +19,20 @@ uint64_t sbKey(uint32_t stage, uint32_t bucket) {
 
 }  // namespace
 
-Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out) {
-  if (disk_) return transferDisk(step, events, out);
-  if (storePath_) return transferStore(step, events, out);
-  const RankSchedule& s = schedule_;
-  const auto buffers = bufferArray();
+Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int step,
+                       traces::EventSink* events, RankStep& out) {
+  const RankSchedule& s = env.schedule;
+  const plan::TransferPlan& tp = env.plan;
+  const ExecOptions& opt = env.options;
+  transport::Transport& net = env.transport;
+  const int rank = env.rank;
+  const double epoch = host.epoch();
+  const auto buffers = host.buffers();
+  auto now = [] { return nowSeconds(); };
   std::vector<uint64_t> wire(s.out.size(), 0);  // bytes each group put on the wire
-  if (sparse_) (void)sparse_->takeCounters();   // a failed step's counts do not carry over
   // Outstanding work this rank receives or does locally, per (stage, bucket) and per stage.
   std::unordered_map<uint64_t, int64_t> pending;
-  std::vector<int64_t> stagePending(plan_.stages.size(), 0);
+  std::vector<int64_t> stagePending(tp.stages.size(), 0);
   std::unordered_map<uint64_t, std::vector<char>> hopArrived;  // (stage, bucket) -> per chunk
   for (const auto& u : s.in) {
     ++pending[sbKey(u.stage, u.bucket)];
@@ -44,7 +47,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     ++stagePending[t.stage];
   }
   auto depsMet = [&](uint32_t stage, uint32_t bucket) {
-    for (const auto& d : plan_.stages[stage].deps) {
+    for (const auto& d : tp.stages[stage].deps) {
       if (d.perBucket) {
         auto it = pending.find(sbKey(d.stage, bucket));
         if (it != pending.end() && it->second > 0) return false;
@@ -62,8 +65,8 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
                   traces::EventPath path) -> Status {
     if (!events) return Status::ok();
     traces::Event e;
-    e.tStart = t0 - epoch_;
-    e.tEnd = t1 - epoch_;
+    e.tStart = t0 - epoch;
+    e.tEnd = t1 - epoch;
     e.src = src;
     e.dst = dst;
     e.bytes = bytes;
@@ -88,7 +91,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     ~DrainFlights() {
       for (const Flight& f : flights) (void)transport.wait(f.id, timeoutSeconds);
     }
-  } drain{transport_, flights, options_.timeoutSeconds};
+  } drain{net, flights, opt.timeoutSeconds};
   std::vector<char> started(s.out.size(), 0), done(s.local.size(), 0), arrived(s.in.size(), 0);
   size_t leftOut = s.out.size(), leftLocal = s.local.size(), leftIn = s.in.size();
   size_t firstOut = 0, firstLocal = 0;  // everything before these has started / run
@@ -108,15 +111,15 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
         const LocalTask& t = s.local[i];
         if (done[i] || !depsMet(t.stage, t.bucket)) continue;
         const double t0 = now();
-        const uint8_t* src = buffer(t.srcSpace);
-        uint8_t* dst = buffer(t.dstSpace);
-        TIDE_RETURN_IF_ERROR(t.run(plan_, src, dst));
+        const uint8_t* src = buffers[static_cast<int>(t.srcSpace)];
+        uint8_t* dst = buffers[static_cast<int>(t.dstSpace)];
+        TIDE_RETURN_IF_ERROR(t.run(tp, src, dst));
         done[i] = 1;
         --leftLocal;
         out.bytesLocal += t.bytes;
         landed(t.stage, t.bucket);
         TIDE_RETURN_IF_ERROR(
-            emit(t0, now(), rank_, rank_, t.bytes, t.stage, traces::EventPath::kHostMem));
+            emit(t0, now(), rank, rank, t.bytes, t.stage, traces::EventPath::kHostMem));
         dirty = progress = true;
       }
       while (firstLocal < s.local.size() && done[firstLocal]) ++firstLocal;
@@ -131,39 +134,17 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
           return TIDE_ERROR(Code::kInternal, "exec: empty transfer group");
         }
         reqs.clear();
-        if (sparse_) {
-          // One delta block of the whole group instead of its bytes.
-          TIDE_ASSIGN_OR_RETURN(auto q, sparse_->encode(i, buffers));
-          reqs.push_back(q);
-        } else {
-          for (const Run& r : g.runs) {
-            transport::Request q;
-            q.op = transport::Op::kWrite;
-            q.localRegion = localIds_[static_cast<int>(g.srcSpace)];
-            q.localOffset = r.srcOffset;
-            q.peer = g.peer;
-            q.remoteRegion = remoteIds_[g.peer][static_cast<int>(g.dstSpace)];
-            // Switch: odd versions land in the peer's second copy
-            // (counted from the start version: a resumed run's live copy is its first.)
-            if (!remoteShadowIds_.empty() && g.dstSpace == Space::kInfer &&
-                (step - options_.startVersion) % 2 == 1) {
-              q.remoteRegion = remoteShadowIds_[g.peer];
-            }
-            q.remoteOffset = r.dstOffset;
-            q.length = r.bytes;
-            reqs.push_back(q);
-          }
-        }
+        TIDE_RETURN_IF_ERROR(io.requests(i, step, reqs));
         for (const auto& q : reqs) wire[i] += q.length;
         // The immediate comes last: requests to one peer land in order.
         reqs.back().op = transport::Op::kWriteWithImm;
         reqs.back().imm = g.unit;
         const double t0 = now();
-        auto id = transport_.submit(reqs);
+        auto id = net.submit(reqs);
         if (!id.isOk()) {
-          return id.status().withContext("exec: rank " + std::to_string(rank_) + " -> " +
+          return id.status().withContext("exec: rank " + std::to_string(rank) + " -> " +
                                          std::to_string(g.peer) + " stage " +
-                                         plan_.stages[g.stage].name);
+                                         tp.stages[g.stage].name);
         }
         flights.push_back(Flight{i, *id, t0});
         started[i] = 1;
@@ -174,7 +155,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     auto finish = [&](size_t k) -> Status {
       const OutGroup& g = s.out[flights[k].group];
       const uint64_t bytes = wire[flights[k].group];
-      TIDE_RETURN_IF_ERROR(emit(flights[k].t0, now(), rank_, g.peer, bytes, g.stage, path_));
+      TIDE_RETURN_IF_ERROR(emit(flights[k].t0, now(), rank, g.peer, bytes, g.stage, env.path));
       out.bytesSent += bytes;
       --leftOut;
       flights[k] = flights.back();
@@ -183,12 +164,12 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     };
     auto failed = [&](size_t k, const Status& st) {
       const OutGroup& g = s.out[flights[k].group];
-      return st.withContext("exec: write rank " + std::to_string(rank_) + " -> " +
-                            std::to_string(g.peer) + " (stage " + plan_.stages[g.stage].name +
+      return st.withContext("exec: write rank " + std::to_string(rank) + " -> " +
+                            std::to_string(g.peer) + " (stage " + tp.stages[g.stage].name +
                             ", bucket " + std::to_string(g.bucket) + ")");
     };
     for (size_t k = 0; k < flights.size();) {
-      auto r = transport_.test(flights[k].id);
+      auto r = net.test(flights[k].id);
       if (!r.isOk()) return failed(k, r.status());
       if (!*r) {
         ++k;
@@ -200,19 +181,19 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     // Arrivals: block briefly only when nothing else moved.
     double wait = progress ? 0.0 : (flights.empty() && leftIn > 0 ? 0.005 : idleWait);
     while (leftIn > 0) {
-      auto n = transport_.waitNotification(wait);
+      auto n = net.waitNotification(wait);
       if (!n.isOk()) {
         if (n.status().code() == Code::kTimeout) break;
-        return n.status().withContext("exec: rank " + std::to_string(rank_) + " waiting");
+        return n.status().withContext("exec: rank " + std::to_string(rank) + " waiting");
       }
       wait = 0;
       if (n->imm >= s.in.size() || arrived[n->imm] || s.in[n->imm].src != n->peer) {
         return TIDE_ERROR(Code::kDataLoss,
-                          "exec: rank " + std::to_string(rank_) + " got an unexpected immediate " +
+                          "exec: rank " + std::to_string(rank) + " got an unexpected immediate " +
                               std::to_string(n->imm) + " from rank " + std::to_string(n->peer));
       }
       const InUnit& u = s.in[n->imm];
-      if (sparse_) TIDE_RETURN_IF_ERROR(sparse_->check(n->imm, buffers));
+      TIDE_RETURN_IF_ERROR(io.arrived(n->imm));
       arrived[n->imm] = 1;
       --leftIn;
       landed(u.stage, u.bucket);
@@ -222,7 +203,7 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     if (!flights.empty() && !progress && leftIn == 0) {
       // Only our own batches remain: let the transport finish them (a
       // finished batch is forgotten by wait(), so it is complete here).
-      Status w = transport_.wait(flights.front().id, std::max(idleWait, 0.0005));
+      Status w = net.wait(flights.front().id, std::max(idleWait, 0.0005));
       if (w.isOk()) {
         TIDE_RETURN_IF_ERROR(finish(0));
         progress = true;
@@ -234,34 +215,25 @@ Status RankExecutor::transfer(int step, traces::EventSink* events, RankStep& out
     idleWait = progress ? 0.0002 : std::min(2 * idleWait, 0.002);
     if (progress) {
       lastProgress = t;
-    } else if (options_.aborted && options_.aborted()) {
-      return TIDE_ERROR(Code::kCancelled, "exec: rank " + std::to_string(rank_) +
+    } else if (opt.aborted && opt.aborted()) {
+      return TIDE_ERROR(Code::kCancelled, "exec: rank " + std::to_string(rank) +
                                               ": the update was aborted while it waited");
-    } else if (t - lastProgress > options_.timeoutSeconds) {
+    } else if (t - lastProgress > opt.timeoutSeconds) {
       std::string what;
       for (size_t i = 0; i < s.in.size(); ++i) {
         if (!arrived[i]) {
-          what = "; first missing: stage " + plan_.stages[s.in[i].stage].name + " bucket " +
+          what = "; first missing: stage " + tp.stages[s.in[i].stage].name + " bucket " +
                  std::to_string(s.in[i].bucket) + " from rank " + std::to_string(s.in[i].src);
           break;
         }
       }
       return TIDE_ERROR(Code::kTimeout,
-                        "exec: rank " + std::to_string(rank_) + " made no progress for " +
-                            std::to_string(options_.timeoutSeconds) + " s (" +
+                        "exec: rank " + std::to_string(rank) + " made no progress for " +
+                            std::to_string(opt.timeoutSeconds) + " s (" +
                             std::to_string(flights.size()) + " batches in flight, " +
                             std::to_string(leftIn) + " arrivals and " + std::to_string(leftLocal) +
                             " local tasks pending" + what + ")");
     }
-  }
-  if (sparse_) {
-    TIDE_RETURN_IF_ERROR(sparse_->applyAll(buffers));
-    const SparseCounters c = sparse_->takeCounters();
-    out.bytesFull = c.fullBytes;
-    out.elements = c.elements;
-    out.changed = c.changed;
-  } else {
-    out.bytesFull = out.bytesSent;
   }
   return Status::ok();
 }
