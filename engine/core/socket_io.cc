@@ -134,7 +134,7 @@ Result<UniqueFd> listenTcp(const std::string& host, int port, int backlog) {
   int one = 1;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-    return TIDE_ERRNO("bind " + host + ":" + std::to_string(port));
+    return TIDE_ERRNO("bind to " + host + ":" + std::to_string(port));
   if (::listen(fd.get(), backlog) != 0) return TIDE_ERRNO("listen on " + host);
   return fd;
 }
