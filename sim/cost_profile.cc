@@ -58,6 +58,9 @@ Result<CostConstant> parseConstant(const toml::table& t, const std::string& key,
   TIDE_RETURN_IF_ERROR(f.getString("label", label, true));
   TIDE_RETURN_IF_ERROR(f.getString("source", c.source, true));
   TIDE_RETURN_IF_ERROR(f.getString("command", c.command, false));
+  double low = -1, high = -1;
+  TIDE_RETURN_IF_ERROR(f.getDouble("low", low, false));
+  TIDE_RETURN_IF_ERROR(f.getDouble("high", high, false));
   if (const toml::node* rows = f.get("rows")) {
     const toml::array* a = rows->as_array();
     if (!a) return f.error("rows", "must be an array of \"scenario/strategy[/span]\" strings");
@@ -67,11 +70,33 @@ Result<CostConstant> parseConstant(const toml::table& t, const std::string& key,
       c.rows.push_back(*v);
     }
   }
+  if (const toml::node* res = f.get("residuals")) {
+    const toml::array* a = res->as_array();
+    if (!a) return f.error("residuals", "must be an array of numbers, one per row of rows");
+    for (const auto& e : *a) {
+      auto v = e.value<double>();
+      if (!v) return f.error("residuals", "must hold numbers");
+      c.residuals.push_back(*v);
+    }
+    if (c.residuals.size() != c.rows.size())
+      return f.error("residuals", "must give one error per row of rows");
+  }
   TIDE_RETURN_IF_ERROR(f.rejectUnknown());
   if (!(value >= 0)) return f.error("value", "must be >= 0");
   auto scale = unitSeconds(unit);
   if (!scale.isOk()) return f.error("unit", scale.status().message());
   c.seconds = value * *scale;
+  c.unit = unit;
+  if ((low >= 0) != (high >= 0))
+    return f.error(low >= 0 ? "high" : "low", "low and high go together");
+  if (low >= 0) {
+    if (!(low <= value && value <= high))
+      return f.error("low", "the range must hold the value: low <= value <= high");
+    c.lowSeconds = low * *scale;
+    c.highSeconds = high * *scale;
+  } else if (low != -1 || high != -1) {
+    return f.error("low", "must be >= 0");
+  }
   auto l = parseLabel(label);
   if (!l.isOk()) return f.error("label", l.status().message());
   c.label = *l;
@@ -148,6 +173,19 @@ double calibrationSeconds(const Calibration& k, std::string_view key) {
   for (const Known& c : kKnown)
     if (key == c.key) return k.*c.field;
   return 0;
+}
+
+bool setCalibrationSeconds(Calibration& k, std::string_view key, double seconds) {
+  for (const Known& c : kKnown)
+    if (key == c.key) {
+      k.*c.field = seconds;
+      return true;
+    }
+  return false;
+}
+
+Result<double> profileUnitSeconds(const std::string& unit) {
+  return unitSeconds(unit);
 }
 
 std::vector<std::string> profileNames() {

@@ -29,6 +29,14 @@ struct CostConstant {
   std::string source;
   std::string command;            // kMicroBenchmark
   std::vector<std::string> rows;  // kFittedOn: "scenario/strategy[/span]"
+  std::string unit;               // as written, for writing the profile back
+  // The range the value is known to lie in (seconds; both < 0 when the file
+  // gives none): the bounds a fit may move the constant within.
+  double lowSeconds = -1, highSeconds = -1;
+  bool hasRange() const { return lowSeconds >= 0 && highSeconds >= lowSeconds; }
+  // kFittedOn by tide sim calibrate: the fit's error (predicted /
+  // published - 1) on each of `rows`, in their order.
+  std::vector<double> residuals;
 };
 
 struct CostProfile {
@@ -44,5 +52,9 @@ Result<CostProfile> parseProfile(std::string_view tomlText, std::string_view ori
 std::vector<std::string> profileNames();
 // The value a Calibration holds for a profile key (0 for an unknown key).
 double calibrationSeconds(const Calibration& k, std::string_view key);
+// Sets the Calibration field of a profile key; false for an unknown key.
+bool setCalibrationSeconds(Calibration& k, std::string_view key, double seconds);
+// Seconds per unit of a profile unit (s, ms, us, ns).
+Result<double> profileUnitSeconds(const std::string& unit);
 
 }  // namespace tide::sim
