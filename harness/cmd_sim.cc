@@ -24,6 +24,7 @@ namespace tide::harness {
 // Defined in cmd_sim_sweep.cc and cmd_sim_rl.cc.
 void addSimSweepCommand(CLI::App& sim);
 void addSimRlCommand(CLI::App& sim);
+void addSimFitCommands(CLI::App& sim);  // cmd_sim_fit.cc
 
 namespace {
 
@@ -189,6 +190,7 @@ void addSimCommand(CLI::App& app) {
       ->needs(planOpt);
   addSimSweepCommand(*cmd);
   addSimRlCommand(*cmd);
+  addSimFitCommands(*cmd);
   cmd->require_subcommand(0, 1);
   cmd->callback([cmd, o] {
     if (!cmd->get_subcommands().empty()) return;
