@@ -149,7 +149,7 @@ Status parseLayoutTable(const toml::table& t, std::string_view origin, const cha
 }
 
 Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp8Model,
-                          StrategyParams& p, Calibration& k) {
+                          StrategyParams& p, Calibration& k, std::vector<std::string>& overridden) {
   TomlFields f(t, tableOrigin(origin, "strategy"));
   (void)f.get("profile");  // read before this table: it sets the defaults below
   if (const toml::node* n = f.get("names")) {
@@ -192,6 +192,7 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
   TIDE_RETURN_IF_ERROR(f.getBool("first_update", p.firstUpdate));
   TIDE_RETURN_IF_ERROR(f.getBool("pipelined", p.pipelined));
   double pollMs = k.lockPollSeconds * 1e3;
+  if (t.contains("lock_poll_ms")) overridden.push_back("lock_poll");
   TIDE_RETURN_IF_ERROR(nonNegative(f, "lock_poll_ms", pollMs));
   k.lockPollSeconds = pollMs * 1e-3;
   TIDE_RETURN_IF_ERROR(sizeField(f, "page", p.pageBytes));
@@ -202,7 +203,8 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
   return f.rejectUnknown();
 }
 
-Status parseCalibrationTable(const toml::table& t, std::string_view origin, Calibration& k) {
+Status parseCalibrationTable(const toml::table& t, std::string_view origin, Calibration& k,
+                             std::vector<std::string>& overridden) {
   TomlFields f(t, tableOrigin(origin, "calibration"));
   // Constants that were replaced: an old scenario gets told where the figure
   // went.
@@ -224,6 +226,12 @@ Status parseCalibrationTable(const toml::table& t, std::string_view origin, Cali
   TIDE_RETURN_IF_ERROR(nonNegative(f, "engine_call_ms", callMs));
   TIDE_RETURN_IF_ERROR(nonNegative(f, "register_page_us", pageUs));
   TIDE_RETURN_IF_ERROR(nonNegative(f, "mla_requant_ms", requantMs));
+  for (auto [key, profileKey] : {std::pair{"host_op_us", "host_op"},
+                                 {"py_step_ns", "py_step"},
+                                 {"engine_call_ms", "engine_call"},
+                                 {"register_page_us", "register_page"},
+                                 {"mla_requant_ms", "mla_requant"}})
+    if (t.contains(key)) overridden.push_back(profileKey);
   k.hostOpSeconds = opUs * 1e-6;
   k.pyStepSeconds = stepNs * 1e-9;
   k.engineCallSeconds = callMs * 1e-3;
@@ -358,6 +366,7 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
       auto name = n->value_exact<std::string>();
       if (!name) return bad(origin, "[strategy] profile must be a string");
       s.profileName = *name;
+      s.profileGiven = true;
     }
   }
   {
@@ -367,11 +376,25 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
     s.profile = std::move(profile).value();
   }
   if (strategy)
-    TIDE_RETURN_IF_ERROR(parseStrategyTable(*strategy, origin, fp8Model, s.strategy, s.calib));
-  if (calibration) TIDE_RETURN_IF_ERROR(parseCalibrationTable(*calibration, origin, s.calib));
+    TIDE_RETURN_IF_ERROR(
+        parseStrategyTable(*strategy, origin, fp8Model, s.strategy, s.calib, s.overriddenKeys));
+  if (calibration)
+    TIDE_RETURN_IF_ERROR(parseCalibrationTable(*calibration, origin, s.calib, s.overriddenKeys));
   if (published) TIDE_RETURN_IF_ERROR(parsePublishedTable(*published, origin, s));
   if (auto st = validateScenario(s); !st.isOk()) return st.withContext(std::string(origin));
   return s;
+}
+
+Result<Scenario> withProfile(const Scenario& s, std::string_view nameOrPath) {
+  if (nameOrPath == s.profileName) return s;
+  TIDE_ASSIGN_OR_RETURN(CostProfile profile, loadProfile(nameOrPath));
+  Scenario out = s;
+  out.profileName = std::string(nameOrPath);
+  out.calib = profile.calib;
+  for (const auto& key : s.overriddenKeys)
+    setCalibrationSeconds(out.calib, key, calibrationSeconds(s.calib, key));
+  out.profile = std::move(profile);
+  return out;
 }
 
 Status validateScenario(const Scenario& s) {

@@ -55,12 +55,18 @@ struct Scenario {
   int inferNodes = 0;
   workloads::ClusterSpec cluster;
   StrategyParams strategy;
-  // The non-wire costs: the cost profile's ([strategy] profile, default
-  // "miles": the stack of the published runs), with this scenario's
-  // overrides ([strategy] lock_poll_ms, [calibration]) applied.
+  // The non-wire costs: the cost profile's, with this scenario's overrides
+  // ([strategy] lock_poll_ms, [calibration]) applied. `[strategy] profile`
+  // prices every strategy the scenario runs (profileGiven); without it each
+  // strategy is priced by its own descriptor's profile (withProfile), and
+  // `profile` here is "miles", the stack of the published runs, for a
+  // strategy that names none.
   std::string profileName = "miles";
+  bool profileGiven = false;
   CostProfile profile;
   Calibration calib;
+  // Profile keys this scenario sets itself: they hold whatever profile prices.
+  std::vector<std::string> overriddenKeys;
   bool sharesTrainNodes() const { return inferNodes == 0; }
   // GPU id of inference rank 0: GPUs are numbered node * gpus_per_node + gpu.
   int inferBase() const {
@@ -86,6 +92,9 @@ struct Scenario {
 
 Result<Scenario> loadScenario(const std::string& path);
 Result<Scenario> parseScenario(std::string_view tomlText, std::string_view origin);
+// The same scenario priced by the profile `nameOrPath`, its own overrides
+// kept (the scenario itself when that is already its profile).
+Result<Scenario> withProfile(const Scenario& s, std::string_view nameOrPath);
 // Checks layouts against the model and the node counts.
 Status validateScenario(const Scenario& s);
 

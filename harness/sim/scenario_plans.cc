@@ -88,13 +88,19 @@ Result<sim::Calibration> planCosts(const plan::TransferPlan& p) {
   return profile.calib;
 }
 
+Result<sim::Scenario> pricedScenario(const sim::Scenario& sc, const sync::StrategyDescriptor& d) {
+  if (sc.profileGiven || d.profile.empty()) return sc;
+  return sim::withProfile(sc, d.profile);
+}
+
 Result<sim::StrategyResult> simulateStrategy(const sim::Scenario& sc, std::string_view strategy,
                                              const sim::Progress& progress) {
   TIDE_ASSIGN_OR_RETURN(const sync::StrategyDescriptor* d, simulatedStrategy(strategy));
   const double cpu0 = processCpuSeconds();
   TIDE_ASSIGN_OR_RETURN(plan::TransferPlan p, scenarioPlan(sc, *d));
   const double planCpu = processCpuSeconds() - cpu0;
-  TIDE_ASSIGN_OR_RETURN(sim::StrategyResult r, sim::simulateScenario(sc, p, progress));
+  TIDE_ASSIGN_OR_RETURN(sim::Scenario priced, pricedScenario(sc, *d));
+  TIDE_ASSIGN_OR_RETURN(sim::StrategyResult r, sim::simulateScenario(priced, p, progress));
   r.planCpuSeconds = planCpu;
   r.peakRssBytes = peakRssBytes();
   return r;

@@ -28,7 +28,13 @@ namespace tide::harness {
 // strategy's cost profile (none needed for a plan without steps).
 [[nodiscard]] Result<sim::Calibration> planCosts(const plan::TransferPlan& p);
 
-// Plans and simulates one strategy of the scenario.
+// The scenario as it prices strategy `d`: its own `[strategy] profile` when
+// it gives one, else the descriptor's profile (the scenario's default for a
+// strategy that names none); the scenario's overrides apply either way.
+[[nodiscard]] Result<sim::Scenario> pricedScenario(const sim::Scenario& sc,
+                                                   const sync::StrategyDescriptor& d);
+
+// Plans and simulates one strategy of the scenario, priced by pricedScenario.
 [[nodiscard]] Result<sim::StrategyResult> simulateStrategy(const sim::Scenario& sc,
                                                            std::string_view strategy,
                                                            const sim::Progress& progress = {});
