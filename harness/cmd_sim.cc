@@ -25,6 +25,8 @@ namespace tide::harness {
 void addSimSweepCommand(CLI::App& sim);
 void addSimRlCommand(CLI::App& sim);
 void addSimFitCommands(CLI::App& sim);  // cmd_sim_fit.cc
+// Defined in cmd_sim_compare.cc.
+void addSimCompareCommand(CLI::App& sim);
 
 namespace {
 
@@ -191,6 +193,7 @@ void addSimCommand(CLI::App& app) {
   addSimSweepCommand(*cmd);
   addSimRlCommand(*cmd);
   addSimFitCommands(*cmd);
+  addSimCompareCommand(*cmd);
   cmd->require_subcommand(0, 1);
   cmd->callback([cmd, o] {
     if (!cmd->get_subcommands().empty()) return;

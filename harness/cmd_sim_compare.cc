@@ -1,0 +1,54 @@
+// `tide sim compare --scenario F.toml [--json F]`: every strategy that
+// applies to the scenario, ranked by predicted time (harness/sim/compare.h).
+
+#include <memory>
+#include <sstream>
+
+#include "harness/command.h"
+#include "harness/run_context.h"
+#include "harness/sim/compare.h"
+#include "harness/sim/scenario_plans.h"
+#include "sim/report.h"
+
+namespace tide::harness {
+
+namespace {
+
+struct CompareCliOptions {
+  std::string scenario, json, strategies;
+  bool noSensitivity = false;
+};
+
+void runCompare(const CompareCliOptions& o) {
+  sim::Scenario sc = orThrow(sim::loadScenario(o.scenario));
+  CompareOptions co;
+  co.sensitivity = !o.noSensitivity;
+  std::stringstream ss(o.strategies);
+  for (std::string n; std::getline(ss, n, ',');)
+    if (!n.empty()) co.strategies.push_back(n);
+  std::vector<CompareRow> rows = orThrow(compareStrategies(sc, co));
+  printCompare(sc, rows);
+  if (!o.json.empty()) {
+    nlohmann::json out = compareJson(sc, rows);
+    out["context"] = runContext();
+    orThrow(sim::writeJsonFile(o.json, out));
+  }
+}
+
+}  // namespace
+
+void addSimCompareCommand(CLI::App& sim) {
+  auto* cmd = sim.add_subcommand(
+      "compare", "Rank every strategy that applies to a scenario, each priced by its own profile");
+  auto o = std::make_shared<CompareCliOptions>();
+  cmd->add_option("--scenario", o->scenario, "scenario TOML (docs/formats/scenario.md)")
+      ->required();
+  cmd->add_option("--json", o->json, "write the ranking as JSON (tide.sim.compare/1)");
+  cmd->add_option("--strategies", o->strategies,
+                  "comma-separated strategies (default: every simulated one)");
+  cmd->add_flag("--no-sensitivity", o->noSensitivity,
+                "skip the one-constant-at-a-time runs (the band is still given)");
+  cmd->callback([o] { runCompare(*o); });
+}
+
+}  // namespace tide::harness

@@ -1,0 +1,73 @@
+#pragma once
+// `tide sim compare`: every strategy that applies to a scenario, each priced
+// by its own profile (scenario_plans.h), ranked by predicted time, with its
+// lower bound and bottleneck, its per-stage critical path, and a band from
+// the ranges of its profile's constants.
+//
+// Ranges: a constant's relative range follows from its label (profiles give
+// no ranges of their own yet); the defaults are kLabelRanges below and
+// docs/designs.md. The band simulates every constant at the low end, then
+// every constant at the high end; the constants that dominate it are those
+// whose high end alone moves the prediction most.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/core/status.h"
+#include "sim/cost_profile.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+
+namespace tide::harness {
+
+// The relative range a constant of that label is given: [value * lo, value * hi].
+struct LabelRange {
+  sim::ConstantLabel label;
+  double lo, hi;
+  const char* why;
+};
+inline constexpr LabelRange kLabelRanges[] = {
+    {sim::ConstantLabel::kDatasheet, 0.9, 1.1,
+     "a published specification or the modelled code: +-10 % for what it leaves out"},
+    {sim::ConstantLabel::kMicroBenchmark, 0.75, 1.5,
+     "measured on another host than the modelled one: -25 % / +50 %"},
+    {sim::ConstantLabel::kFittedOn, 0.7, 1.3, "fitted on a few published rows: +-30 %"},
+    {sim::ConstantLabel::kEstimate, 1.0 / 3, 3.0, "an order of magnitude: a factor of 3 each way"},
+};
+const LabelRange& labelRange(sim::ConstantLabel l);
+
+struct ConstantEffect {
+  std::string key, label;
+  double seconds = 0;     // the value as applied
+  double lo = 0, hi = 0;  // its range
+  double deltaHi = 0;     // prediction at `hi` alone minus the nominal one
+};
+
+struct CompareRow {
+  std::string strategy, profile;
+  bool applies = true;
+  std::string reason;  // why it does not apply
+  sim::StrategyResult result;
+  double bandLo = 0, bandHi = 0;
+  std::vector<ConstantEffect> constants;  // by |deltaHi|, largest first
+  double wallSeconds = 0;                 // all of this row's simulations
+  double ratioToBound() const {
+    return result.lowerBoundSeconds > 0 ? result.seconds / result.lowerBoundSeconds : 0;
+  }
+};
+
+struct CompareOptions {
+  std::vector<std::string> strategies;  // empty: every simulated strategy
+  bool sensitivity = true;              // one simulation per constant at its high end
+};
+
+// Rows in rank order: applicable ones by predicted time, then the others.
+[[nodiscard]] Result<std::vector<CompareRow>> compareStrategies(const sim::Scenario& sc,
+                                                                const CompareOptions& o);
+
+// {"schema":"tide.sim.compare/1","scenario":..,"results":[..]}
+nlohmann::json compareJson(const sim::Scenario& sc, const std::vector<CompareRow>& rows);
+void printCompare(const sim::Scenario& sc, const std::vector<CompareRow>& rows);
+
+}  // namespace tide::harness
