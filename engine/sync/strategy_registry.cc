@@ -3,6 +3,7 @@
 #include "engine/sync/strategy_registry.h"
 
 #include "engine/sync/broadcast_strategy.h"
+#include "engine/sync/designs/design_strategies.h"
 #include "engine/sync/miles/miles_strategies.h"
 #include "engine/sync/p2p_rr_strategy.h"
 #include "engine/sync/p2p_strategy.h"
@@ -17,7 +18,7 @@ std::unique_ptr<Strategy> make() {
 }
 
 // Sized: deliveries over another plan point into the table itself.
-constexpr StrategyDescriptor kTable[7] = {
+constexpr StrategyDescriptor kTable[10] = {
     {
         .name = "broadcast",
         .summary = "gather to each pipeline stage head, chain-broadcast buckets to every "
@@ -72,6 +73,38 @@ constexpr StrategyDescriptor kTable[7] = {
         .delivery = Delivery::kModel,
         .input = PlanInput::kCounts,
         .make = make<miles::MilesP2pStrategy>,
+    },
+    {
+        .name = "nemo-rl-nccl",
+        .summary = "NeMo-RL's NCCL refit: routed experts shard to shard from GPU memory (one "
+                   "NCCL group per pipeline stage, two streams), non-expert weights by a packed "
+                   "broadcast",
+        .models = "NVIDIA NeMo-RL (Megatron training) + vLLM",
+        .profile = "nemo-rl",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<designs::NemoRlNcclStrategy>,
+    },
+    {
+        .name = "checkpoint-engine",
+        .summary = "MoonshotAI checkpoint-engine, broadcast mode: per bucket H2D from pinned "
+                   "host memory on its owner, NCCL broadcast to every inference rank, CUDA-IPC "
+                   "reload into the engine",
+        .models = "MoonshotAI checkpoint-engine + vLLM/SGLang",
+        .profile = "checkpoint-engine",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<designs::CheckpointEngineStrategy>,
+    },
+    {
+        .name = "verl-nccl",
+        .summary = "verl's NCCL checkpoint engine: trainers gather each bucket, one rank "
+                   "NCCL-broadcasts double-buffered buckets to every inference rank",
+        .models = "verl (checkpoint engine, nccl backend) + vLLM/SGLang",
+        .profile = "verl",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<designs::VerlNcclStrategy>,
     },
 };
 
