@@ -91,15 +91,18 @@ Result<plan::TransferPlan> NemoRlNcclStrategy::makePlan(const SyncProblem& pr) c
       workloads::TrainCoord c = workloads::trainCoord(tl, s * per + r);
       if (c.etp == 0) owner[static_cast<size_t>(c.ep) * edp + c.edp] = r;
     }
-    std::vector<std::vector<StepId>> streamTail(per, std::vector<StepId>(kStreams, prev));
-    std::vector<int> sends(per, 0);
+    // What each sender sends: (engine, plan rank, bytes), engine by engine.
+    struct Send {
+      int engine;
+      uint32_t dst;
+      double bytes;
+    };
+    std::vector<std::vector<Send>> bySender(per);
+    std::vector<double> kept(static_cast<size_t>(engines) * G, 0);
     for (int e = 0; e < engines; ++e) {
       for (int j = 0; j < G; ++j) {
-        const uint32_t dst = x.inferBase + e * G + j;
         const int ie = workloads::inferCoord(il, e * G + j).ep;
         auto [ilo, ihi] = expertRange(E, Ei, ie);
-        StepId got = g.join();
-        double kept = 0;
         for (int k = 0; k < Et; ++k) {
           auto [tlo, thi] = expertRange(E, Et, k);
           const int overlap = std::min(ihi, thi) - std::max(ilo, tlo);
@@ -107,25 +110,46 @@ Result<plan::TransferPlan> NemoRlNcclStrategy::makePlan(const SyncProblem& pr) c
           const int local = owner[static_cast<size_t>(k) * edp + e % edp];
           if (local < 0)
             return TIDE_ERROR(Code::kInternal, "nemo-rl-nccl: no rank holds an expert shard");
-          const uint32_t src = static_cast<uint32_t>(s * per + local);
           const double bytes = perExpert * overlap;
-          int& n = sends[local];
-          StepId& tail = streamTail[local][n % kStreams];
-          ++n;
-          StepId snd = gpuSend(x, src, dst, bytes, sSend);
-          g.dep(tail, snd);
-          tail = snd;
-          g.dep(snd, got);
-          kept += bytes;
+          bySender[local].push_back({e, x.inferBase + static_cast<uint32_t>(e * G + j), bytes});
+          kept[static_cast<size_t>(e) * G + j] += bytes;
         }
+      }
+    }
+    std::vector<StepId> got(static_cast<size_t>(engines) * G);
+    for (auto& id : got) id = g.join();
+    // Each sender's sends alternate over its two streams, starting at an
+    // engine rotated by its rank and stage so that the first sends of all
+    // senders do not land on one engine (an assumption: the refit's send
+    // order is not taken from its code; docs/designs.md).
+    for (int local = 0; local < per; ++local) {
+      auto& list = bySender[local];
+      if (list.empty()) continue;
+      const int first = (local + s) % engines;
+      std::stable_sort(list.begin(), list.end(), [&](const Send& a, const Send& b) {
+        return (a.engine - first + engines) % engines < (b.engine - first + engines) % engines;
+      });
+      const uint32_t src = static_cast<uint32_t>(s * per + local);
+      std::vector<StepId> tail(kStreams, prev);
+      for (size_t n = 0; n < list.size(); ++n) {
+        StepId snd = gpuSend(x, src, list[n].dst, list[n].bytes, sSend);
+        g.dep(tail[n % kStreams], snd);
+        tail[n % kStreams] = snd;
+        g.dep(snd, got[list[n].dst - x.inferBase]);
+      }
+    }
+    for (int e = 0; e < engines; ++e) {
+      for (int j = 0; j < G; ++j) {
+        const size_t i = static_cast<size_t>(e) * G + j;
         // Only the engine's first rank loads for its peers (they load at once).
         if (j != 0) {
-          g.dep(got, allDone);
+          g.dep(got[i], allDone);
           continue;
         }
-        const double frac = ex.wire > 0 ? kept / ex.wire : 0;
-        StepId ld = engineLoad(x, dst, ex.loadTensors * frac, ex.keptLoadTensors * frac,
-                               ex.scanSteps * frac, kept, got, sLoad);
+        const double frac = ex.wire > 0 ? kept[i] / ex.wire : 0;
+        StepId ld =
+            engineLoad(x, x.inferBase + static_cast<uint32_t>(i), ex.loadTensors * frac,
+                       ex.keptLoadTensors * frac, ex.scanSteps * frac, kept[i], got[i], sLoad);
         g.dep(ld, allDone);
       }
     }
