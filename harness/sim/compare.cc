@@ -97,6 +97,7 @@ Result<CompareRow> compareOne(const sim::Scenario& sc, const sync::StrategyDescr
     row.bandLo = std::min({row.bandLo, lo, hi});
     row.bandHi = std::max({row.bandHi, lo, hi});
   }
+  row.sensitivity = o.sensitivity;
   if (o.sensitivity) {
     for (auto& c : row.constants) {
       TIDE_ASSIGN_OR_RETURN(double hi, predict(scaled(priced, row.constants, true, &c.key), *plan));
@@ -160,11 +161,12 @@ nlohmann::json compareJson(const sim::Scenario& sc, const std::vector<CompareRow
       if (s.critical > 0) stages.push_back({{"stage", s.name}, {"critical_seconds", s.critical}});
     nlohmann::json constants = nlohmann::json::array();
     for (const auto& c : r.constants) {
-      constants.push_back({{"key", c.key},
+      nlohmann::json cj = {{"key", c.key},
                            {"label", c.label},
                            {"seconds", c.seconds},
-                           {"range_seconds", {c.lo, c.hi}},
-                           {"delta_at_high_seconds", c.deltaHi}});
+                           {"range_seconds", {c.lo, c.hi}}};
+      if (r.sensitivity) cj["delta_at_high_seconds"] = c.deltaHi;
+      constants.push_back(std::move(cj));
     }
     results.push_back({{"strategy", r.strategy},
                        {"profile", r.profile},
@@ -216,8 +218,9 @@ void printCompare(const sim::Scenario& sc, const std::vector<CompareRow>& rows) 
     if (!r.constants.empty()) {
       std::printf("  band from:");
       for (const auto& c : r.constants) {
-        std::printf(" %s (%s, %.3g..%.3g s: %+.3f s at high);", c.key.c_str(), c.label.c_str(),
-                    c.lo, c.hi, c.deltaHi);
+        std::printf(" %s (%s, %.3g..%.3g s", c.key.c_str(), c.label.c_str(), c.lo, c.hi);
+        if (r.sensitivity) std::printf(": %+.3f s at high", c.deltaHi);
+        std::printf(");");
       }
       std::printf("\n");
     } else {

@@ -52,6 +52,7 @@ struct CompareRow {
   double bandLo = 0, bandHi = 0;
   std::vector<ConstantEffect> constants;  // by |deltaHi|, largest first
   double wallSeconds = 0;                 // all of this row's simulations
+  bool sensitivity = false;               // deltaHi measured
   double ratioToBound() const {
     return result.lowerBoundSeconds > 0 ? result.seconds / result.lowerBoundSeconds : 0;
   }
