@@ -84,9 +84,15 @@ Result<CompareRow> compareOne(const sim::Scenario& sc, const sync::StrategyDescr
     const double v = sim::calibrationSeconds(priced.calib, c.key);
     // Zero: a step this stack does not have; unused: no step of this plan.
     if (v <= 0 || std::find(used.begin(), used.end(), c.key) == used.end()) continue;
-    const LabelRange& r = labelRange(c.label);
-    // A scenario's override has no label of its own: it keeps the profile's.
-    row.constants.push_back({c.key, sim::constantLabelName(c.label), v, v * r.lo, v * r.hi, 0});
+    // The profile's own range where it states one (relative to its value, so
+    // a scenario's override keeps the spread); else the label's default. A
+    // scenario's override has no label of its own: it keeps the profile's.
+    double lo = labelRange(c.label).lo, hi = labelRange(c.label).hi;
+    if (c.hasRange() && c.seconds > 0) {
+      lo = c.lowSeconds / c.seconds;
+      hi = c.highSeconds / c.seconds;
+    }
+    row.constants.push_back({c.key, sim::constantLabelName(c.label), v, v * lo, v * hi, 0});
   }
   row.bandLo = row.bandHi = row.result.seconds;
   if (!row.constants.empty()) {
@@ -232,7 +238,9 @@ void printCompare(const sim::Scenario& sc, const std::vector<CompareRow>& rows) 
   }
   for (const auto& r : rows)
     if (!r.applies) std::printf("not applicable: %s: %s\n", r.strategy.c_str(), r.reason.c_str());
-  std::printf("ranges: constants' relative ranges by label (profiles give none of their own):");
+  std::printf(
+      "ranges: each profile's own low/high; where a profile gives none, relative ranges by "
+      "label:");
   for (const auto& l : kLabelRanges)
     std::printf(" %s x[%.2f, %.2f];", sim::constantLabelName(l.label), l.lo, l.hi);
   std::printf("\n");
