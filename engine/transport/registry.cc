@@ -53,7 +53,7 @@ std::string whyCannotRunHere(const std::string& backend) {
     return "no RDMA device (ibv_get_device_list found none; see docs/softroce.md)";
 #endif
 #ifdef TIDE_HAVE_NCCL
-  if (backend == "nccl" && nccl::cudaDeviceCount() == 0) return "no CUDA device";
+  if (backend == "nccl" && gpu::deviceCount() == 0) return "no CUDA device";
 #endif
   return "";
 }

@@ -1,22 +1,22 @@
 #pragma once
-// Small owning wrappers for the CUDA and NCCL handles the nccl backend uses
-// (a communicator, a stream, device memory). Destructors release and never
-// throw; errors become Status with the library's own message.
+// The NCCL communicator as an owning handle (its destructor releases it and
+// never throws), and NCCL errors as Status with the library's message. The
+// CUDA side (streams, device memory, errors) is engine/gpu's runtime layer.
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
 #include <cstddef>
+#include <string>
 
 #include "engine/core/status.h"
+#include "engine/gpu/cuda_status.h"
+#include "engine/gpu/stream.h"
+#include "engine/transport/registry.h"
 
 namespace tide::transport::nccl {
 
-Status cudaStatus(cudaError_t e, const char* what);
 Status ncclStatus(ncclResult_t r, const char* what);
-
-// Number of CUDA devices; 0 (not an error) when there is no driver or device.
-int cudaDeviceCount();
 
 class Comm {
  public:
@@ -33,36 +33,14 @@ class Comm {
   ncclComm_t comm_ = nullptr;
 };
 
-class Stream {
- public:
-  static Result<Stream> create();
-  Stream() = default;
-  ~Stream();
-  Stream(Stream&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
-  Stream& operator=(Stream&& o) noexcept;
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return s_; }
+// The CUDA device of `config`'s rank: its "device" option, else the rank
+// modulo the devices there are. Checks the store and the rank; `who` names
+// the caller in errors.
+Result<int> chooseDevice(const TransportConfig& config, const std::string& who);
 
- private:
-  cudaStream_t s_ = nullptr;
-};
-
-class DeviceBuffer {
- public:
-  static Result<DeviceBuffer> allocate(size_t bytes);
-  DeviceBuffer() = default;
-  ~DeviceBuffer();
-  DeviceBuffer(DeviceBuffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* data() const { return p_; }
-  size_t size() const { return n_; }
-
- private:
-  void* p_ = nullptr;
-  size_t n_ = 0;
-};
+// On the current device: a communicator of `config`'s world, rank 0's
+// unique id passed to the others through the store under `key`.
+Result<Comm> initComm(const TransportConfig& config, const std::string& key,
+                      const std::string& who);
 
 }  // namespace tide::transport::nccl

@@ -21,26 +21,9 @@ class NcclTransportImpl final : public NcclTransport {
   NcclTransportImpl(const TransportConfig& c, int device) : config_(c), device_(device) {}
 
   Status init() {
-    TIDE_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
-    TIDE_ASSIGN_OR_RETURN(stream_, Stream::create());
-    ncclUniqueId id;
-    static_assert(sizeof(id.internal) == NCCL_UNIQUE_ID_BYTES);
-    if (config_.rank == 0) {
-      TIDE_RETURN_IF_ERROR(ncclStatus(ncclGetUniqueId(&id), "ncclGetUniqueId"));
-      TIDE_RETURN_IF_ERROR(
-          config_.store->set("nccl/unique_id", std::string(id.internal, sizeof(id.internal))));
-    } else {
-      TIDE_ASSIGN_OR_RETURN(std::string v,
-                            config_.store->get("nccl/unique_id", config_.connectTimeoutSeconds));
-      if (v.size() != sizeof(id.internal)) {
-        return TIDE_ERROR(Code::kDataLoss, "nccl: malformed unique id in the store");
-      }
-      std::memcpy(id.internal, v.data(), v.size());
-    }
-    ncclComm_t comm = nullptr;
-    TIDE_RETURN_IF_ERROR(ncclStatus(ncclCommInitRank(&comm, config_.worldSize, id, config_.rank),
-                                    "ncclCommInitRank"));
-    comm_ = Comm(comm);
+    TIDE_RETURN_IF_ERROR(gpu::cudaCheck(cudaSetDevice(device_), "cudaSetDevice"));
+    TIDE_ASSIGN_OR_RETURN(stream_, gpu::Stream::create());
+    TIDE_ASSIGN_OR_RETURN(comm_, initComm(config_, "nccl/unique_id", "nccl"));
     return Status::ok();
   }
 
@@ -140,11 +123,11 @@ class NcclTransportImpl final : public NcclTransport {
       }
       addr = static_cast<uint8_t*>(it->second.addr) + offset;
     }
-    TIDE_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(device_), "cudaSetDevice"));
+    TIDE_RETURN_IF_ERROR(gpu::cudaCheck(cudaSetDevice(device_), "cudaSetDevice"));
     TIDE_RETURN_IF_ERROR(
         ncclStatus(ncclBroadcast(addr, addr, bytes, ncclUint8, root, comm_.get(), stream_.get()),
                    "ncclBroadcast"));
-    return cudaStatus(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
+    return gpu::cudaCheck(cudaStreamSynchronize(stream_.get()), "cudaStreamSynchronize");
   }
 
  private:
@@ -161,7 +144,7 @@ class NcclTransportImpl final : public NcclTransport {
 
   TransportConfig config_;
   int device_;
-  Stream stream_;  // destroyed after comm_ (declared before it)
+  gpu::Stream stream_;  // destroyed after comm_ (declared before it)
   Comm comm_;
   std::mutex mu_;
   uint32_t nextId_ = 1;
@@ -172,22 +155,7 @@ class NcclTransportImpl final : public NcclTransport {
 }  // namespace
 
 Result<std::unique_ptr<Transport>> createNcclTransport(const TransportConfig& config) {
-  if (!config.store)
-    return TIDE_ERROR(Code::kInvalidArgument, "nccl: a rendezvous store is needed");
-  if (config.worldSize < 1 || config.rank < 0 || config.rank >= config.worldSize) {
-    return TIDE_ERROR(Code::kInvalidArgument, "nccl: bad rank/world size");
-  }
-  const int n = cudaDeviceCount();
-  if (n == 0) return TIDE_ERROR(Code::kUnavailable, "nccl: no CUDA device");
-  int device = config.rank % n;
-  if (auto it = config.options.find("device"); it != config.options.end()) {
-    auto d = parseUnsigned(it->second, "nccl device option");
-    if (!d.isOk() || *d >= static_cast<uint64_t>(n)) {
-      return TIDE_ERROR(Code::kInvalidArgument, "nccl: device " + it->second + " of " +
-                                                    std::to_string(n) + " CUDA devices");
-    }
-    device = static_cast<int>(*d);
-  }
+  TIDE_ASSIGN_OR_RETURN(const int device, chooseDevice(config, "nccl"));
   auto t = std::make_unique<NcclTransportImpl>(config, device);
   TIDE_RETURN_IF_ERROR(t->init());
   return std::unique_ptr<Transport>(std::move(t));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/core/kv_store.h"
+#include "engine/gpu/device_buffer.h"
 #include "engine/transport/nccl/nccl_handles.h"
 #include "engine/transport/nccl/nccl_transport.h"
 
@@ -22,7 +23,7 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
 }
 
 TEST(Nccl, SingleRankApi) {
-  if (cudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  if (gpu::deviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   MemoryStore store;
   TransportConfig c;
   c.backend = "nccl";
@@ -33,7 +34,7 @@ TEST(Nccl, SingleRankApi) {
   auto hostReg = t->registerRegion(&host, sizeof host, MemoryKind::kHost);
   ASSERT_FALSE(hostReg.isOk());
   EXPECT_NE(hostReg.status().message().find("CUDA"), std::string::npos);
-  auto buf = orThrow(DeviceBuffer::allocate(1 << 20));
+  auto buf = orThrow(gpu::DeviceBuffer::allocate(1 << 20));
   auto region = orThrow(t->registerRegion(buf.data(), buf.size(), MemoryKind::kCuda));
   Request r;
   r.localRegion = region.id;
@@ -55,7 +56,7 @@ TEST(Nccl, SingleRankApi) {
 }
 
 TEST(Nccl, BroadcastAcrossDevices) {
-  const int n = cudaDeviceCount();
+  const int n = gpu::deviceCount();
   if (n == 0) GTEST_SKIP() << "no CUDA device";
   if (n < 2) GTEST_SKIP() << "needs 2 CUDA devices (NCCL ranks cannot share one GPU)";
   const int world = std::min(n, 4);
@@ -74,15 +75,15 @@ TEST(Nccl, BroadcastAcrossDevices) {
         c.store = &store;
         TIDE_ASSIGN_OR_RETURN(auto t, createNcclTransport(c));
         auto* nt = dynamic_cast<NcclTransport*>(t.get());
-        TIDE_ASSIGN_OR_RETURN(auto buf, DeviceBuffer::allocate(kBytes));
+        TIDE_ASSIGN_OR_RETURN(auto buf, gpu::DeviceBuffer::allocate(kBytes));
         const auto mine = pattern(kBytes, static_cast<uint8_t>(rank * 17));
-        TIDE_RETURN_IF_ERROR(cudaStatus(
+        TIDE_RETURN_IF_ERROR(gpu::cudaCheck(
             cudaMemcpy(buf.data(), mine.data(), kBytes, cudaMemcpyHostToDevice), "copy in"));
         TIDE_ASSIGN_OR_RETURN(auto region,
                               t->registerRegion(buf.data(), kBytes, MemoryKind::kCuda));
         TIDE_RETURN_IF_ERROR(nt->broadcast(region.id, kOff, kLen, 0));
         std::vector<uint8_t> got(kBytes);
-        TIDE_RETURN_IF_ERROR(cudaStatus(
+        TIDE_RETURN_IF_ERROR(gpu::cudaCheck(
             cudaMemcpy(got.data(), buf.data(), kBytes, cudaMemcpyDeviceToHost), "copy out"));
         auto want = mine;
         const auto root = pattern(kBytes, 0);
@@ -109,7 +110,7 @@ TEST(Nccl, BroadcastAcrossDevices) {
 }
 
 TEST(Nccl, NoDeviceSaysSo) {
-  if (cudaDeviceCount() > 0) GTEST_SKIP() << "a CUDA device exists";
+  if (gpu::deviceCount() > 0) GTEST_SKIP() << "a CUDA device exists";
   MemoryStore store;
   TransportConfig c;
   c.backend = "nccl";
