@@ -113,22 +113,11 @@ std::string EmulatedCluster::nodeNamespace(const std::string& prefix, int node) 
 
 Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, double bytesPerSecond,
                                                                  double waitSeconds) {
-  if (nodes < 1 || nodes > kMaxNodes) {
-    return TIDE_ERROR(Code::kInvalidArgument,
-                      "emulated cluster: nodes must be in 1.." + std::to_string(kMaxNodes));
-  }
-  if (!(bytesPerSecond > 0)) {
-    return TIDE_ERROR(Code::kInvalidArgument, "emulated cluster: the NIC rate must be > 0");
-  }
-  if (std::string why = netAdminMissing(); !why.empty()) {
-    return TIDE_ERROR(Code::kPermissionDenied, why);
-  }
-  TIDE_ASSIGN_OR_RETURN(UniqueFd lock, lockHost(waitSeconds));
-  std::random_device rd;
-  char p[8];
-  std::snprintf(p, sizeof p, "td%04x", static_cast<unsigned>(rd() & 0xffff));
-  std::unique_ptr<EmulatedCluster> c(new EmulatedCluster(p, nodes));
-  c->hostLock_ = std::move(lock);
+  TIDE_ASSIGN_OR_RETURN(ClusterClaim claim,
+                        claimHost("emulated cluster", kHostLock, nodes, kMaxNodes, bytesPerSecond,
+                                  netAdminMissing(), Code::kPermissionDenied, "td", waitSeconds));
+  std::unique_ptr<EmulatedCluster> c(new EmulatedCluster(claim.prefix, nodes));
+  c->hostLock_ = std::move(claim.lock);
   Status s = c->build(bytesPerSecond);
   if (!s.isOk()) {
     (void)c->teardown();

@@ -5,6 +5,10 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <random>
+#include <cstdio>
+#include <random>
 #include <thread>
 
 #include "engine/core/clock.h"
@@ -32,6 +36,26 @@ Result<UniqueFd> lockHostFile(const char* path, const std::string& what, double 
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   return fd;
+}
+
+Result<ClusterClaim> claimHost(const std::string& what, const char* lockPath, int nodes,
+                               int maxNodes, double bytesPerSecond, const std::string& missing,
+                               Code missingCode, const char* tag, double waitSeconds) {
+  if (nodes < 1 || nodes > maxNodes) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      what + ": nodes must be in 1.." + std::to_string(maxNodes));
+  }
+  if (!(bytesPerSecond > 0)) {
+    return TIDE_ERROR(Code::kInvalidArgument, what + ": the NIC rate must be > 0");
+  }
+  if (!missing.empty()) return TIDE_ERROR(missingCode, missing);
+  ClusterClaim c;
+  TIDE_ASSIGN_OR_RETURN(c.lock, lockHostFile(lockPath, what, waitSeconds));
+  std::random_device rd;
+  char p[16];
+  std::snprintf(p, sizeof p, "%s%04x", tag, static_cast<unsigned>(rd() & 0xffff));
+  c.prefix = p;
+  return c;
 }
 
 }  // namespace tide::exec

@@ -133,22 +133,12 @@ std::string RxeCluster::deviceName(const std::string& prefix, int node) {
 
 Result<std::unique_ptr<RxeCluster>> RxeCluster::create(int nodes, double bytesPerSecond,
                                                        double waitSeconds) {
-  if (nodes < 1 || nodes > kMaxNodes) {
-    return TIDE_ERROR(Code::kInvalidArgument,
-                      "rxe cluster: nodes must be in 1.." + std::to_string(kMaxNodes));
-  }
-  if (!(bytesPerSecond > 0)) {
-    return TIDE_ERROR(Code::kInvalidArgument, "rxe cluster: the NIC rate must be > 0");
-  }
-  if (std::string why = rxeClusterMissing(); !why.empty()) {
-    return TIDE_ERROR(Code::kFailedPrecondition, why);
-  }
-  TIDE_ASSIGN_OR_RETURN(UniqueFd lock, lockHost(waitSeconds));
-  std::random_device rd;
-  char p[8];
-  std::snprintf(p, sizeof p, "tr%04x", static_cast<unsigned>(rd() & 0xffff));
-  std::unique_ptr<RxeCluster> c(new RxeCluster(p, nodes));
-  c->hostLock_ = std::move(lock);
+  TIDE_ASSIGN_OR_RETURN(
+      ClusterClaim claim,
+      claimHost("rxe cluster", kHostLock, nodes, kMaxNodes, bytesPerSecond, rxeClusterMissing(),
+                Code::kFailedPrecondition, "tr", waitSeconds));
+  std::unique_ptr<RxeCluster> c(new RxeCluster(claim.prefix, nodes));
+  c->hostLock_ = std::move(claim.lock);
   Status s = c->build(bytesPerSecond);
   if (!s.isOk()) {
     (void)c->teardown();
