@@ -15,8 +15,12 @@ Result<RegionBox> RegionBox::from(const workloads::Box& b) {
   RegionBox r;
   r.ndim = static_cast<uint8_t>(b.lo.size());
   for (size_t i = 0; i < b.lo.size(); ++i) {
-    r.lo[i] = b.lo[i];
-    r.hi[i] = b.hi[i];
+    if (b.lo[i] > kMaxCoord || b.hi[i] > kMaxCoord) {
+      return TIDE_ERROR(Code::kInvalidArgument,
+                        "box " + b.toString() + ": a coordinate exceeds 2^32 - 1");
+    }
+    r.lo[i] = static_cast<Coord>(b.lo[i]);
+    r.hi[i] = static_cast<Coord>(b.hi[i]);
   }
   return r;
 }

@@ -85,25 +85,42 @@ Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
     p.tensors.push_back(TensorInfo{static_cast<uint32_t>(t), s.name, s.shape, s.trainDtype,
                                    s.inferDtype, s.fp8Block});
   }
-  std::vector<std::vector<workloads::Shard>> trainSh(nt), inferSh(ni);
-  size_t total = 0;
-  for (int r = 0; r < nt; ++r) total += (trainSh[r] = workloads::trainShards(inv, train, r)).size();
-  for (int r = 0; r < ni; ++r) total += (inferSh[r] = workloads::inferShards(inv, infer, r)).size();
-  p.holdings.reserve(total + total / 4);  // room for staging replicas added later
-  for (int r = 0; r < nt; ++r) {
-    for (const auto& sh : trainSh[r]) {
+  // A rank's non-empty shards as holdings (rank filled in by the caller).
+  auto holdingsOf = [&](const std::vector<workloads::Shard>& shards,
+                        Space space) -> Result<std::vector<Holding>> {
+    std::vector<Holding> out;
+    out.reserve(shards.size());
+    for (const auto& sh : shards) {
       TIDE_ASSIGN_OR_RETURN(RegionBox b, RegionBox::from(sh.box));
       if (b.empty()) continue;
-      p.holdings.push_back(Holding{static_cast<uint32_t>(r), Space::kTrain, sh.tensor, b,
-                                   inv.tensors[sh.tensor].trainDtype});
+      const auto& t = inv.tensors[sh.tensor];
+      out.push_back(
+          Holding{0, space, sh.tensor, b, space == Space::kTrain ? t.trainDtype : t.inferDtype});
     }
+    return out;
+  };
+  for (int r = 0; r < nt; ++r) {
+    TIDE_ASSIGN_OR_RETURN(auto hs,
+                          holdingsOf(workloads::trainShards(inv, train, r), Space::kTrain));
+    for (auto& h : hs) h.rank = static_cast<uint32_t>(r);
+    p.holdings.insert(p.holdings.end(), hs.begin(), hs.end());
   }
+  // An inference rank's shards depend only on its rank within the engine
+  // (engines are identical): computed once per engine-local rank, not per
+  // rank, which at 16,384 GPUs was most of the base plan's time.
+  const int perEngine = std::min(infer.tp, ni);
+  std::vector<std::vector<Holding>> local(static_cast<size_t>(perEngine));
+  size_t perEngineHoldings = 0;
+  for (int l = 0; l < perEngine; ++l) {
+    TIDE_ASSIGN_OR_RETURN(local[l],
+                          holdingsOf(workloads::inferShards(inv, infer, l), Space::kInfer));
+    perEngineHoldings += local[l].size();
+  }
+  p.holdings.reserve(p.holdings.size() + perEngineHoldings * static_cast<size_t>(infer.engines));
   for (int r = 0; r < ni; ++r) {
-    for (const auto& sh : inferSh[r]) {
-      TIDE_ASSIGN_OR_RETURN(RegionBox b, RegionBox::from(sh.box));
-      if (b.empty()) continue;
-      p.holdings.push_back(Holding{static_cast<uint32_t>(nt + r), Space::kInfer, sh.tensor, b,
-                                   inv.tensors[sh.tensor].inferDtype});
+    for (Holding h : local[static_cast<size_t>(r % perEngine)]) {
+      h.rank = static_cast<uint32_t>(nt + r);
+      p.holdings.push_back(h);
     }
   }
   p.params["train_ranks"] = nt;

@@ -130,6 +130,9 @@ Status TransferPlan::validate() const {
     if (t.shape.size() > static_cast<size_t>(kMaxDims)) {
       return bad("tensor " + t.name + " has more than " + std::to_string(kMaxDims) + " dims");
     }
+    for (uint64_t d : t.shape) {
+      if (d > kMaxCoord) return bad("tensor " + t.name + " has a dimension of 2^32 or more");
+    }
   }
   auto inTensor = [&](uint32_t tensor, const RegionBox& b) {
     const auto& shape = tensors[tensor].shape;
@@ -158,10 +161,17 @@ Status TransferPlan::validate() const {
     held.emplace_back(key(h.rank, h.space, h.tensor), static_cast<uint32_t>(i));
   }
   std::sort(held.begin(), held.end());
+  // Each rank's range of the index: a look-up searches its rank's few
+  // thousand entries, not the whole plan's tens of millions.
+  std::vector<size_t> rankBegin(ranks.size() + 1, held.size());
+  for (size_t i = held.size(); i-- > 0;) rankBegin[held[i].first >> 34] = i;
+  for (size_t r = ranks.size(); r-- > 0;) rankBegin[r] = std::min(rankBegin[r], rankBegin[r + 1]);
   auto isHeld = [&](uint32_t rank, Space s, uint32_t tensor, const RegionBox& b) {
     const uint64_t k = key(rank, s, tensor);
-    auto it = std::lower_bound(held.begin(), held.end(), std::make_pair(k, uint32_t{0}));
-    for (; it != held.end() && it->first == k; ++it) {
+    const auto end = held.begin() + static_cast<std::ptrdiff_t>(rankBegin[rank + 1]);
+    auto it = std::lower_bound(held.begin() + static_cast<std::ptrdiff_t>(rankBegin[rank]), end,
+                               std::make_pair(k, uint32_t{0}));
+    for (; it != end && it->first == k; ++it) {
       if (holdings[it->second].box.contains(b)) return true;
     }
     return false;
@@ -193,8 +203,18 @@ Status TransferPlan::validate() const {
       }
     }
   }
-  // Inference-shard writes as (rank << 32 | tensor, box), for the exactly-once check.
-  std::vector<std::pair<uint64_t, RegionBox>> written;
+  // Inference-shard writes as (rank << 32 | tensor, first coordinate, move),
+  // for the exactly-once check: 16 bytes a write, the box read from the move.
+  struct Written {
+    uint64_t key;
+    Coord lo0;
+    uint32_t move;
+    bool operator<(const Written& o) const {
+      return key != o.key ? key < o.key : lo0 != o.lo0 ? lo0 < o.lo0 : move < o.move;
+    }
+  };
+  if (moves.size() > kMaxCoord) return bad("more than 2^32 - 1 moves");
+  std::vector<Written> written;
   written.reserve(holdings.size());
   for (size_t i = 0; i < moves.size(); ++i) {
     const Move& m = moves[i];
@@ -230,7 +250,8 @@ Status TransferPlan::validate() const {
                  " buffer for the region");
     }
     if (m.dstSpace == Space::kInfer) {
-      written.emplace_back((static_cast<uint64_t>(m.dst) << 32) | m.tensor, m.box);
+      written.push_back(Written{(static_cast<uint64_t>(m.dst) << 32) | m.tensor,
+                                m.box.ndim > 0 ? m.box.lo[0] : 0, static_cast<uint32_t>(i)});
     }
   }
   // Every inference byte exactly once: writes are pairwise disjoint and their
@@ -242,9 +263,7 @@ Status TransferPlan::validate() const {
     }
   }
   std::sort(need.begin(), need.end());
-  std::sort(written.begin(), written.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : a.second.lo < b.second.lo;
-  });
+  std::sort(written.begin(), written.end());
   auto name = [&](uint64_t k) {
     return "inference rank " + std::to_string(k >> 32) + " tensor " + tensors[k & 0xffffffffu].name;
   };
@@ -252,17 +271,17 @@ Status TransferPlan::validate() const {
   while (w < written.size() || n < need.size()) {
     // The next (rank, tensor) key present in either list.
     uint64_t k = UINT64_MAX;
-    if (w < written.size()) k = written[w].first;
+    if (w < written.size()) k = written[w].key;
     if (n < need.size()) k = std::min(k, need[n].first);
     uint64_t want = 0, vol = 0;
     for (; n < need.size() && need[n].first == k; ++n) want += need[n].second;
     const size_t begin = w;
-    while (w < written.size() && written[w].first == k) ++w;
+    while (w < written.size() && written[w].key == k) ++w;
     for (size_t a = begin; a < w; ++a) {
-      const RegionBox& ba = written[a].second;
+      const RegionBox& ba = moves[written[a].move].box;
       vol += ba.volume();
       for (size_t b = a + 1; b < w; ++b) {
-        const RegionBox& bb = written[b].second;
+        const RegionBox& bb = moves[written[b].move].box;
         if (ba.ndim > 0 && bb.lo[0] >= ba.hi[0]) break;  // sorted on dim 0
         if (ba.overlaps(bb)) {
           return bad(name(k) + ": " + ba.toString() + " and " + bb.toString() +

@@ -5,7 +5,7 @@
 namespace tide::plan {
 namespace {
 
-RegionBox box2(uint64_t r0, uint64_t r1, uint64_t c0, uint64_t c1) {
+RegionBox box2(Coord r0, Coord r1, Coord c0, Coord c1) {
   RegionBox b;
   b.ndim = 2;
   b.lo = {r0, c0, 0, 0};
@@ -56,6 +56,14 @@ TEST(RegionBox, ConvertsFromWorkloadsBox) {
   EXPECT_FALSE(RegionBox::from(five).isOk());
   workloads::Box ragged{{0, 0}, {1}};
   EXPECT_FALSE(RegionBox::from(ragged).isOk());
+  // Coordinates are 32-bit: a box past 2^32 - 1 is refused, not truncated.
+  workloads::Box edge{{0}, {kMaxCoord}};
+  ASSERT_TRUE(RegionBox::from(edge).isOk());
+  EXPECT_EQ(RegionBox::from(edge)->volume(), kMaxCoord);
+  workloads::Box wide{{0}, {kMaxCoord + 1}};
+  auto bad = RegionBox::from(wide);
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().toString().find("2^32"), std::string::npos) << bad.status().toString();
 }
 
 }  // namespace

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include "workloads/model.h"
 
@@ -63,7 +66,8 @@ TEST(Reshard, EveryInferenceElementExactlyOnce) {
     };
     auto forEach = [&](const RegionBox& box, auto fn) {
       if (box.empty()) return;
-      std::array<uint64_t, kMaxDims> idx = box.lo;
+      std::array<uint64_t, kMaxDims> idx{};
+      std::copy(box.lo.begin(), box.lo.end(), idx.begin());
       while (true) {
         fn(idx);
         int d = box.ndim - 1;
@@ -168,6 +172,36 @@ TEST(Reshard, PlacementAndColocation) {
   EXPECT_EQ(co.ranks[8].gpu, 0u);
   auto bad = orThrow(workloads::parseInferLayout("engines=1,tp=4,ep=4"));
   EXPECT_FALSE(basePlan(b.inv, train, bad, Placement{8, true}).isOk());
+}
+
+// basePlan computes an inference rank's shards once per engine-local rank;
+// every rank's holdings must still be exactly the shards the layout gives it.
+TEST(Reshard, BaseHoldingsAreEachRanksOwnShards) {
+  for (const Case& c : kCases) {
+    SCOPED_TRACE(std::string(c.model) + " " + c.train + " -> " + c.infer);
+    Built b = build(c);
+    auto train = orThrow(workloads::parseTrainLayout(c.train));
+    auto infer = orThrow(workloads::parseInferLayout(c.infer));
+    using Key = std::tuple<uint32_t, Space, uint32_t, std::vector<uint64_t>, std::vector<uint64_t>>;
+    std::multiset<Key> want, got;
+    const auto nt = static_cast<uint32_t>(train.worldSize());
+    auto put = [&](uint32_t rank, Space s, const std::vector<workloads::Shard>& shards) {
+      for (const auto& sh : shards) {
+        if (sh.box.volume() > 0) want.insert({rank, s, sh.tensor, sh.box.lo, sh.box.hi});
+      }
+    };
+    for (int r = 0; r < train.worldSize(); ++r) {
+      put(static_cast<uint32_t>(r), Space::kTrain, workloads::trainShards(b.inv, train, r));
+    }
+    for (int r = 0; r < infer.worldSize(); ++r) {
+      put(nt + static_cast<uint32_t>(r), Space::kInfer, workloads::inferShards(b.inv, infer, r));
+    }
+    for (const auto& h : b.base.holdings) {
+      const auto box = h.box.toBox();
+      got.insert({h.rank, h.space, h.tensor, box.lo, box.hi});
+    }
+    EXPECT_EQ(got, want);
+  }
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ namespace {
 
 using workloads::DType;
 
-RegionBox rows(uint64_t r0, uint64_t r1, uint64_t cols) {
+RegionBox rows(Coord r0, Coord r1, Coord cols) {
   RegionBox b;
   b.ndim = 2;
   b.lo = {r0, 0, 0, 0};
@@ -111,6 +111,11 @@ std::string failure(const TransferPlan& p) {
 }
 
 TEST(TransferPlan, FailsClosed) {
+  {  // a tensor dimension past the boxes' 32-bit coordinates
+    TransferPlan p = tinyPlan();
+    p.tensors[0].shape[0] = kMaxCoord + 1;
+    EXPECT_NE(failure(p).find("2^32"), std::string::npos);
+  }
   {  // a byte never written
     TransferPlan p = tinyPlan();
     p.moves.pop_back();
