@@ -81,7 +81,6 @@ Result<plan::TransferPlan> BroadcastStrategy::makePlan(const SyncProblem& pr) co
   if (!pr.base || !pr.cluster || !pr.train) {
     return TIDE_ERROR(Code::kInvalidArgument, "broadcast: incomplete problem");
   }
-  const auto& base = *pr.base;
   const auto nt = static_cast<uint32_t>(pr.train->worldSize());
   const auto pp = static_cast<uint32_t>(pr.train->pp);
   if (pp == 0 || nt % pp != 0) {
@@ -93,7 +92,9 @@ Result<plan::TransferPlan> BroadcastStrategy::makePlan(const SyncProblem& pr) co
     return TIDE_ERROR(Code::kInvalidArgument, "broadcast: bucket, chunk and channels must be > 0");
   }
 
-  plan::TransferPlan p = base;
+  plan::TransferPlan p = startPlan(pr);
+  // Read only below: no holding is added, so pointers into it stay valid.
+  const plan::TransferPlan& base = p;
   p.strategy = "broadcast";
   p.params["bucket_bytes"] = pr.options.bucketBytes;
   p.params["chunk_bytes"] = pr.options.chunkBytes;

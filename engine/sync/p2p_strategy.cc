@@ -60,34 +60,38 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
   if (!pr.base || !pr.reshard || !pr.cluster) {
     return TIDE_ERROR(Code::kInvalidArgument, "p2p: incomplete problem");
   }
-  const auto& base = *pr.base;
   const auto& rs = *pr.reshard;
   TIDE_ASSIGN_OR_RETURN(Assignment asg,
-                        assignSources(base, rs, *pr.cluster, pr.options.roundRobin));
+                        assignSources(*pr.base, rs, *pr.cluster, pr.options.roundRobin));
 
-  plan::TransferPlan p = base;
+  plan::TransferPlan p = startPlan(pr);
   p.strategy = "p2p";
   p.params["assignment"] = pr.options.roundRobin ? "round_robin" : "balanced";
   p.params["bucket_bytes"] = pr.options.bucketBytes;
   p.params["staging"] = pr.options.hostStaging ? "host" : "device";
   const uint32_t convert = p.addStage("convert");
   const uint32_t write = p.addStage("write", {plan::Dependency{convert, true}});
-  const auto buckets = tensorBuckets(base, pr.options.bucketBytes);
+  const auto buckets = tensorBuckets(p, pr.options.bucketBytes);
 
   // Staging box per (sender, tensor): the bounding box of what it sends.
   std::unordered_map<uint64_t, RegionBox> staging;
   staging.reserve(rs.pieces.size());
+  std::vector<uint32_t> senders;  // a piece's distinct senders: one map update each
   for (size_t i = 0; i < rs.pieces.size(); ++i) {
     const auto& piece = rs.pieces[i];
-    for (uint32_t k = asg.pairBegin[i]; k < asg.pairBegin[i + 1]; ++k) {
-      const uint64_t key = (static_cast<uint64_t>(asg.source[k]) << 32) | piece.tensor;
-      auto [it, fresh] = staging.emplace(key, piece.box);
+    senders.assign(asg.source.begin() + asg.pairBegin[i],
+                   asg.source.begin() + asg.pairBegin[i + 1]);
+    std::sort(senders.begin(), senders.end());
+    senders.erase(std::unique(senders.begin(), senders.end()), senders.end());
+    for (uint32_t src : senders) {
+      const uint64_t key = (static_cast<uint64_t>(src) << 32) | piece.tensor;
+      auto [it, fresh] = staging.try_emplace(key, piece.box);
       if (!fresh) it->second = boundingBox(it->second, piece.box);
     }
   }
   // Training shard per (rank, tensor), to check the widened staging box.
   std::unordered_map<uint64_t, RegionBox> shard;
-  for (const auto& h : base.holdings) {
+  for (const auto& h : p.holdings) {
     if (h.space == Space::kTrain) shard[(static_cast<uint64_t>(h.rank) << 32) | h.tensor] = h.box;
   }
   std::vector<std::pair<uint64_t, RegionBox>> ordered(staging.begin(), staging.end());
@@ -98,7 +102,7 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
   for (auto& [key, box] : ordered) {
     const auto rank = static_cast<uint32_t>(key >> 32);
     const auto tensor = static_cast<uint32_t>(key & 0xffffffffu);
-    const auto& ti = base.tensors[tensor];
+    const auto& ti = p.tensors[tensor];
     if (ti.inferDtype == workloads::DType::kFP8E4M3 && ti.fp8Block > 0) {
       box = widenToBlocks(box, ti.shape, ti.fp8Block);
       // A sender can only compute a block's scale if it holds the whole block.
@@ -127,7 +131,7 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
   for (size_t i = 0; i < rs.pieces.size(); ++i) {
     const auto& piece = rs.pieces[i];
     const auto dst = rs.targetsOf(piece);
-    const auto dt = base.tensors[piece.tensor].inferDtype;
+    const auto dt = p.tensors[piece.tensor].inferDtype;
     for (uint32_t k = 0; k < dst.size(); ++k) {
       Move m;
       m.src = asg.source[asg.pairBegin[i] + k];

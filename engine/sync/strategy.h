@@ -43,7 +43,21 @@ struct SyncProblem {
   // The model the layouts shard: strategies that plan by steps count its
   // tensors' kinds, layers and experts.
   const workloads::ModelSpec* model = nullptr;
+  // Set by a caller that has no further use for *base: the strategy may take
+  // it (startPlan) instead of copying it. At 16,384 GPUs the base plan's
+  // holdings are over a gigabyte, and a copy sat beside them until validation.
+  plan::TransferPlan* disposableBase = nullptr;
 };
+
+// The plan a strategy extends: the base itself when the caller gave it away,
+// else a copy. After this call a strategy reads ranks, tensors and holdings
+// from the returned plan only (the base may be empty).
+inline plan::TransferPlan startPlan(const SyncProblem& pr) {
+  if (pr.disposableBase != nullptr && pr.disposableBase == pr.base) {
+    return std::move(*pr.disposableBase);
+  }
+  return *pr.base;
+}
 
 class Strategy {
  public:

@@ -72,7 +72,7 @@ Result<plan::TransferPlan> scenarioPlan(const sim::Scenario& sc,
     TIDE_ASSIGN_OR_RETURN(base.ranks,
                           plan::placeRanks(sc.train.worldSize(), sc.infer.worldSize(), place));
   }
-  sync::SyncProblem pr{&base, &reshard, &sc.cluster, &sc.train, &sc.infer, o, &sc.model};
+  sync::SyncProblem pr{&base, &reshard, &sc.cluster, &sc.train, &sc.infer, o, &sc.model, &base};
   TIDE_ASSIGN_OR_RETURN(auto builder, d.planBuilder());
   return builder->makePlan(pr);
 }
