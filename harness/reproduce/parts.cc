@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "harness/reproduce/crossval_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
 #include "harness/workload_options.h"
@@ -78,6 +79,23 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
                      "",
                      {{"result", d + n + ".json"}},
                      {{row.design, d + n + "_events.h5"}}});
+  }
+  {
+    // The simulator's held-out error on the published rows, with the
+    // regression gate's settings: ~15 s of CPU (two free constants, grid 3).
+    std::string why;
+    std::vector<std::string> args = crossvalArgs(o.source, &why);
+    Part p{kCrossvalPart,
+           "simulator on the published runs: leave-one-out (held out) beside in sample",
+           {T, "sim", "crossval"},
+           30,
+           900,
+           why,
+           {{"result", d + kCrossvalPart + ".json"}},
+           {}};
+    p.argv.insert(p.argv.end(), args.begin(), args.end());
+    p.argv.insert(p.argv.end(), {"--json", d + kCrossvalPart + ".json"});
+    parts.push_back(std::move(p));
   }
   parts.push_back({"sim_sweep",
                    "Kimi-K2 p2p/broadcast ratio, swept over inference EP, nodes, NIC",

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/reproduce/crossval_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
 #include "traces/results_file.h"
@@ -263,6 +264,7 @@ nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& fig
           {"failed", failed},
           {"skipped", skipped},
           {"headline", headlineJson(in)},
+          {"crossval", crossvalJson(in)},
           {"parts", parts},
           {"figures", figs},
           {"samples", samples}};
@@ -282,6 +284,7 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
       "Bandwidth in GB/s = 1e9 B/s. The ratio is figure / reference; every figure here was "
       "measured or simulated in this run (references marked \"published\" come from the "
       "scenario file). How each figure is made: docs/reproduce.md.\n\n";
+  md += crossvalMarkdown(crossvalJson(in));
   std::vector<std::string> groups;
   for (const auto& x : figures) {
     if (std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
