@@ -184,7 +184,10 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
   std::vector<std::pair<std::string, std::string>> pngs;
   if (!ws.isOk()) {
     std::fprintf(stderr, "reproduce: results.h5 not written: %s\n", ws.toString().c_str());
-  } else if (!a.noPlots) {
+    in.figuresSkipped = "results.h5 not written";
+  } else if (a.noPlots) {
+    in.figuresSkipped = "--no-plots";
+  } else {
     // One script, reading only results.h5; it prints "file<TAB>caption" per figure made.
     std::string cmd = "/usr/bin/python3 '" + source + "/harness/plots/reproduce.py' '" + h5 +
                       "' '" + out + "' 2>&1";
@@ -203,6 +206,9 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
       size_t tab = line.find('\t');
       if (tab != std::string::npos && line.rfind("figure ", 0) == 0) {
         pngs.push_back({line.substr(7, tab - 7), line.substr(tab + 1)});
+      } else if (tab != std::string::npos && line.rfind("skipped", 0) == 0) {
+        in.figuresSkipped = line.substr(tab + 1);
+        std::printf("figures   skipped: %s\n", in.figuresSkipped.c_str());
       }
     }
   }

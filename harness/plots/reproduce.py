@@ -4,19 +4,25 @@
 usage: /usr/bin/python3 harness/plots/reproduce.py results.h5 OUT_DIR
 
 Prints one line "figure <file.png>\\t<caption>" per figure written; a figure
-whose runs are missing (skipped or failed parts) is not made.
+whose runs are missing (skipped or failed parts) is not made. Without the
+Python packages it prints "skipped\\t<reason>" and makes none.
 """
 import json
 import sys
 
-import h5py
-import matplotlib
-import numpy as np
+try:
+    import h5py
+    import matplotlib
+    import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+    from matplotlib.collections import LineCollection
+except ImportError as e:
+    # tide reproduce reports the figures as skipped with this reason.
+    print(f"skipped\t{e} (the figures need h5py, numpy and matplotlib)")
+    sys.exit(0)
 
 DPI = 80
 MAX_SEGMENTS = 200_000  # per panel; beyond that events are sampled evenly
@@ -230,6 +236,49 @@ def rollout(f, out):
     return "rollout.png"
 
 
+def compare(f, out):
+    """One figure per `tide sim compare` part: the ranked strategies, each
+    predicted time with its band and its lower bound."""
+    made = []
+    if "runs" not in f:
+        return made
+    for name in sorted(f["runs"]):
+        if not name.startswith("compare_"):
+            continue
+        doc = document(f, name)
+        if not doc or not doc.get("results"):
+            continue
+        rows = doc["results"]  # fastest first
+        n = len(rows)
+        fig, ax = plt.subplots(figsize=(8, 0.8 + 0.45 * n))
+        y = np.arange(n)[::-1]
+        secs = np.array([r["seconds"] for r in rows])
+        lo = np.array([min(r["band_seconds"][0], r["seconds"]) for r in rows])
+        hi = np.array([max(r["band_seconds"][1], r["seconds"]) for r in rows])
+        lb = np.array([r["lower_bound_seconds"] for r in rows])
+        ax.barh(y, secs, color="tab:blue", alpha=0.75, label="predicted")
+        ax.errorbar(secs, y, xerr=[secs - lo, hi - secs], fmt="none", ecolor="black", capsize=3,
+                    lw=1, label="band (constants' ranges)")
+        ax.scatter(lb, y, marker="|", s=300, color="tab:red", zorder=3, label="lower bound")
+        for yi, r in zip(y, rows):
+            ax.text(max(r["band_seconds"][1], r["seconds"]) * 1.08, yi,
+                    f"{r['seconds']:.3g} s ({r.get('ratio_to_bound', 0):.1f}x bound)",
+                    va="center", fontsize=7)
+        ax.set_yticks(y, [f"{r['strategy']} [{r['profile']}]" for r in rows], fontsize=8)
+        ax.set_xscale("log")
+        ax.set_xlim(min(lb[lb > 0].min() if (lb > 0).any() else secs.min(), lo.min()) / 1.5,
+                    hi.max() * 4)
+        ax.set_xlabel("weight update time (s), log scale")
+        ax.legend(loc="upper right", fontsize=7)  # beside the fastest, shortest bars
+        ax.set_title(f"{doc.get('scenario', name)}: strategies ranked (simulated)", fontsize=9)
+        fig.tight_layout()
+        fname = f"{name}.png"
+        fig.savefig(f"{out}/{fname}", dpi=DPI)
+        plt.close(fig)
+        made.append((fname, f"Design comparison, simulated: {doc.get('scenario', name)}"))
+    return made
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -246,6 +295,7 @@ def main():
             (bars(f, out), "Transport bandwidth beside its reference"),
             (rollout(f, out), "Rollout data plane paths"),
         ]
+        made += compare(f, out)
     for fname, caption in made:
         if fname:
             print(f"figure {fname}\t{caption}")

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "harness/reproduce/compare_section.h"
 #include "harness/reproduce/crossval_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
@@ -97,6 +98,7 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
     p.argv.insert(p.argv.end(), {"--json", d + kCrossvalPart + ".json"});
     parts.push_back(std::move(p));
   }
+  for (auto& p : compareParts(o)) parts.push_back(std::move(p));
   parts.push_back({"sim_sweep",
                    "Kimi-K2 p2p/broadcast ratio, swept over inference EP, nodes, NIC",
                    {T, "sim", "sweep", "--scenario", scenario, "--ep", q ? "16,32" : "8,16,32,64",

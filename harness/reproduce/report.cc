@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "harness/reproduce/compare_section.h"
 #include "harness/reproduce/crossval_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
@@ -265,6 +266,7 @@ nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& fig
           {"skipped", skipped},
           {"headline", headlineJson(in)},
           {"crossval", crossvalJson(in)},
+          {"compare", compareJson(in)},
           {"parts", parts},
           {"figures", figs},
           {"samples", samples}};
@@ -285,6 +287,7 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
       "measured or simulated in this run (references marked \"published\" come from the "
       "scenario file). How each figure is made: docs/reproduce.md.\n\n";
   md += crossvalMarkdown(crossvalJson(in));
+  md += compareMarkdown(compareJson(in), pngs);
   std::vector<std::string> groups;
   for (const auto& x : figures) {
     if (std::find(groups.begin(), groups.end(), x.group) == groups.end()) groups.push_back(x.group);
@@ -304,13 +307,17 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
     }
     md += "\n";
   }
-  if (pngs.size() > 1 || (pngs.size() == 1 && pngs[0].first != kHeadlineFigure)) {
+  // The headline's and the comparisons' figures sit with their tables.
+  auto elsewhere = [](const std::string& file) {
+    return file == kHeadlineFigure || file.rfind(kComparePrefix, 0) == 0;
+  };
+  if (std::any_of(pngs.begin(), pngs.end(), [&](const auto& p) { return !elsewhere(p.first); })) {
     md += "## Figures\n\n";
     for (const auto& [file, caption] : pngs) {
-      if (file != kHeadlineFigure)
-        md += "### " + caption + "\n\n![" + caption + "](" + file + ")\n\n";
+      if (!elsewhere(file)) md += "### " + caption + "\n\n![" + caption + "](" + file + ")\n\n";
     }
   }
+  if (!in.figuresSkipped.empty()) md += "Figures skipped: " + in.figuresSkipped + "\n\n";
   md += "## Parts\n\n| part | status | wall time (s) | note |\n|---|---|---:|---|\n";
   for (const auto& r : in.runs) {
     std::string note = r.result.reason;

@@ -40,6 +40,8 @@ struct ReportInput {
   std::vector<RunRecord> runs;
   // Published figures of the simulated scenario.
   std::vector<sim::Scenario::Published> published;
+  // Why no figures were made ("" = the plot script ran).
+  std::string figuresSkipped;
 };
 
 // The record of a part, or null when it was not in the set.

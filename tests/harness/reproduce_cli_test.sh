@@ -58,6 +58,32 @@ for row in '| miles-p2p time | [0-9.]* | s | published | 7.227 s' \
   grep -q -- "$row" "$dir/s/REPORT.md" || { cat "$dir/s/REPORT.md"; fail "no row: $row"; }
 done
 
+# A scenario's design comparison: its ranked table with bands in REPORT.md,
+# its figure, summary.json's "compare"; scale scenarios are skipped with the
+# command to run alone; without matplotlib the plot script says why it made
+# no figures (python3 -S: no site packages).
+"$TIDE" reproduce --quick --source "$dir/src" --out "$dir/c" --only compare_qwen3_30b_small_ep \
+  > "$dir/out" 2>&1 || { cat "$dir/out"; fail "compare part"; }
+grep -q '^| 1 | [a-z0-9-]* | [a-z-]* | [0-9.]* | [0-9.]* – [0-9.]* | [0-9.]* | ' "$dir/c/REPORT.md" \
+  || { cat "$dir/c/REPORT.md"; fail "no ranked compare row with a band"; }
+grep -q '(compare_qwen3_30b_small_ep.png)' "$dir/c/REPORT.md" || fail "compare figure not in REPORT.md"
+[ "$(stat -c %s "$dir/c/compare_qwen3_30b_small_ep.png")" -gt 1000 ] || fail "compare figure"
+"$PY" - "$dir/c/summary.json" <<'PYEOF' || fail "summary compare"
+import json, sys
+c = json.load(open(sys.argv[1]))["compare"]["compare_qwen3_30b_small_ep"]
+r = c["results"]
+assert c["file"] == "scenarios/qwen3-30b-small-ep.toml" and len(r) >= 2, c
+assert [x["rank"] for x in r] == list(range(1, len(r) + 1)), r
+assert all(x["seconds"] <= y["seconds"] for x, y in zip(r, r[1:])), r
+assert all(x["band_seconds"][0] <= x["seconds"] <= x["band_seconds"][1] for x in r), r
+PYEOF
+"$TIDE" reproduce --quick --source "$dir/src" --list > "$dir/out" 2>&1 || fail "--list"
+grep -q 'compare_kimi_k2_16384 .*(skipped: .* nodes, over .*tide sim compare --scenario scenarios/kimi-k2-16384.toml' \
+  "$dir/out" || { cat "$dir/out"; fail "scale scenario not skipped with its command"; }
+"$PY" -S "$SRC/harness/plots/reproduce.py" "$dir/c/results.h5" "$dir/c" > "$dir/out" 2>&1 \
+  || { cat "$dir/out"; fail "plot script without its packages must exit 0"; }
+grep -q '^skipped	.*matplotlib' "$dir/out" || { cat "$dir/out"; fail "no skip reason from the plots"; }
+
 # A run with --history appends its summary there (--out alone does not),
 # and tide compare reads two entries of the history.
 [ -e "$dir/src/results/history" ] && fail "--out alone wrote a history"
