@@ -39,9 +39,15 @@ Result<CalibrationSet> CalibrationSet::load(const std::vector<std::string>& path
   set.profile_ = profile;
   for (const auto& f : files) {
     TIDE_ASSIGN_OR_RETURN(sim::Scenario sc, loadCheckedScenario(f));
+    // Every row is priced by the one profile, but what a scenario sets
+    // itself ([calibration], [strategy] lock_poll_ms) still holds, as under
+    // sim::withProfile; a free constant is set by the fit either way.
+    const sim::Calibration own = sc.calib;
     sc.profile = profile;
     sc.profileName = profile.name;
     sc.calib = profile.calib;
+    for (const auto& key : sc.overriddenKeys)
+      (void)sim::setCalibrationSeconds(sc.calib, key, sim::calibrationSeconds(own, key));
     std::vector<CalibrationRow> rows;
     for (const auto& name : sc.strategy.names) {
       auto pub = std::find_if(sc.published.begin(), sc.published.end(),

@@ -8,11 +8,13 @@
 #include "harness/sim/crossval.h"
 
 #include <gtest/gtest.h>
+#include <toml++/toml.h>
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
-#include <toml++/toml.h>
 #include <vector>
 
 #include "sim/cost_profile.h"
@@ -84,6 +86,42 @@ TEST(SimCrossval, HeldOutErrorNoWorseThanRecorded) {
   }
   EXPECT_GE(cv->winnerRight, b.winnerRight);
   EXPECT_EQ(cv->rowsTotal, static_cast<int>(set->scenarios().size()));
+}
+
+// A scenario's own settings hold in the calibration set, as under `tide
+// sim`: a variant that sets [strategy] lock_poll_ms (scripts/sim_variants.py
+// --crossval) is priced with it, not with the profile's value.
+TEST(SimCrossval, ScenarioOverridesHoldInTheSet) {
+  const std::string base = kRoot + "/scenarios/published/glm-4.5-air.toml";
+  std::ifstream in(base);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string t = text.str();
+  const std::string header = "\n[strategy]\n";
+  size_t at = t.find(header);
+  ASSERT_NE(at, std::string::npos);
+  t.insert(at + header.size(), "lock_poll_ms = 0\n");
+  const std::string variant = ::testing::TempDir() + "/tide-crossval-lock-poll.toml";
+  std::ofstream(variant) << t;
+  auto profile = sim::loadProfile("miles");
+  ASSERT_TRUE(profile.isOk()) << profile.status().toString();
+  double s[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    auto set = CalibrationSet::load({i == 0 ? base : variant}, *profile);
+    ASSERT_TRUE(set.isOk()) << set.status().toString();
+    auto params = set->freeParams({"host_op"});
+    ASSERT_TRUE(params.isOk()) << params.status().toString();
+    for (size_t r = 0; r < set->rows().size(); ++r) {
+      if (set->rows()[r].strategy != "miles-broadcast") continue;
+      auto p = set->predict(r, *params, {profile->calib.hostOpSeconds});
+      ASSERT_TRUE(p.isOk()) << p.status().toString();
+      s[i] = *p;
+    }
+  }
+  std::remove(variant.c_str());
+  ASSERT_GT(s[0], 0);
+  // The polled lock (100 ms sleeps) costs GLM-4.5-Air's broadcast about 0.7 s.
+  EXPECT_LT(s[1], 0.95 * s[0]) << "lock_poll_ms = 0 ignored: " << s[1] << " s vs " << s[0];
 }
 
 }  // namespace
