@@ -250,7 +250,7 @@ def compare(f, out):
             continue
         rows = doc["results"]  # fastest first
         n = len(rows)
-        fig, ax = plt.subplots(figsize=(8, 0.8 + 0.45 * n))
+        fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * n))
         y = np.arange(n)[::-1]
         secs = np.array([r["seconds"] for r in rows])
         lo = np.array([min(r["band_seconds"][0], r["seconds"]) for r in rows])
@@ -269,9 +269,11 @@ def compare(f, out):
         ax.set_xlim(min(lb[lb > 0].min() if (lb > 0).any() else secs.min(), lo.min()) / 1.5,
                     hi.max() * 4)
         ax.set_xlabel("weight update time (s), log scale")
-        ax.legend(loc="upper right", fontsize=7)  # beside the fastest, shortest bars
+        height = 1.2 + 0.45 * n
+        fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=3, fontsize=7,
+                   frameon=False)
         ax.set_title(f"{doc.get('scenario', name)}: strategies ranked (simulated)", fontsize=9)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.3 / height, 1, 1))  # room for the legend below
         fname = f"{name}.png"
         fig.savefig(f"{out}/{fname}", dpi=DPI)
         plt.close(fig)
