@@ -350,54 +350,8 @@ void addSyncCommand(CLI::App& app) {
   a->workload.cluster = "emulated:nodes=8,gpus=4,nic=200Mbps,nics=1";
   a->workload.strategyHelp =
       sync::strategyNames([](const sync::StrategyDescriptor& s) { return s.runsForReal(); });
-  a->workload.addTo(cmd);
-  cmd->add_option("--backend", a->backend, "tcp | shm | rdma | nccl")->capture_default_str();
-  cmd->add_option("--steps", a->steps, "weight updates to run")->capture_default_str();
-  cmd->add_option("--json", a->json, "write the result (schema tide.sync/1)");
-  cmd->add_option("--trace", a->trace, "append transfer events to this trace file");
-  cmd->add_option("--replay", a->replay,
-                  "update to the versions of this trace (tide trace gen): its seed, AdamW "
-                  "settings and routing");
-  cmd->add_option("--events", a->events, "write transfer events to a new trace file");
-  cmd->add_option("--ranks", a->ranks, "auto | threads | processes")->capture_default_str();
-  cmd->add_option("--infer-dtype", a->inferDtype, "bf16 (default) | model")->capture_default_str();
-  cmd->add_option("--timeout", a->timeout, "seconds without progress before a rank fails")
-      ->capture_default_str();
-  cmd->add_option("--streams", a->streams, "tcp connections / rdma QPs per peer")
-      ->capture_default_str();
-  cmd->add_flag("--poison", a->poison, "start inference shards from a poison pattern");
-  cmd->add_flag("--sparse", a->sparse, "p2p: send delta blocks (V-1 -> V), applied by the target");
-  cmd->add_option("--delta-dir", a->deltaDir,
-                  "disk-delta: shared directory for the files (default: a temporary one)");
-  cmd->add_option("--base-every", a->baseEvery, "disk-delta: a full base every K versions")
-      ->capture_default_str();
-  cmd->add_option("--store-nodes", a->store.nodes,
-                  "store: store nodes, node n a segment on rank n (0 = one per rank)")
-      ->capture_default_str();
-  cmd->add_option("--store-replicas", a->store.replicas, "store: replicas of every fragment")
-      ->capture_default_str();
-  cmd->add_option("--store-fragment", a->storeFragment, "store: fragment size")
-      ->capture_default_str();
-  cmd->add_option("--store-lose-node", a->store.loseNode,
-                  "store, fault injection: this node's segment is dropped after version 1 is "
-                  "committed, before it is read");
-  cmd->add_option("--store-lose-when", a->storeLoseWhen,
-                  "store, fault injection: the node is lost after the commit (read) or once "
-                  "version 1 is placed, before the trainers write it (import)")
-      ->capture_default_str();
-  cmd->add_option("--switch", a->switchMode,
-                  "inplace: updates land in the live shards; shadow: in a second copy while "
-                  "emulated generation reads the live one, then a version switch (p2p, store)")
-      ->capture_default_str();
-  cmd->add_option("--join-engine-at-step", a->joinAtStep,
-                  "store: the last inference engine joins after this step, pulling the READY "
-                  "version under a lease");
-  cmd->add_option("--store-catalog", a->store.catalogJson,
-                  "store: write the snapshot catalog here after each version (for tide store)");
-  addChaosOptions(cmd, a->chaos);
-  cmd->add_option("--corrupt-rank", a->corruptRank,
-                  "testing: flip one byte of this rank's inference shard after the first "
-                  "update's transfer (verification must then fail the run)");
+  OptionRegistrar options(cmd);
+  SyncArgs::visit(*a, options);
   // The multi-host contract: a launcher starts one such process per rank
   // with the rank environment (engine/exec/rank_env.h), all with the same
   // arguments; rank 0 hosts the rendezvous store and writes the result.

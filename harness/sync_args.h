@@ -10,6 +10,7 @@
 #include "engine/exec/sync_run.h"
 #include "engine/plan/lower_bound.h"
 #include "engine/transport/registry.h"
+#include "harness/option_table.h"
 #include "harness/sync_replay.h"
 #include "harness/workload_options.h"
 
@@ -31,6 +32,27 @@ struct ChaosArgs {
   bool verbose = false;       // a line per abandoned update
   bool allowInplace = false;  // tests: updates in place (no rollback), to show a check fails
   bool on() const { return !seed.empty(); }
+
+  template <class Self, class V>
+  static void visit(Self& c, V& v) {
+    v.group("Soak with faults");
+    v.option("--chaos", c.seed,
+             "soak: run --steps updates on long-lived rank processes with faults drawn "
+             "from this seed (rank kills, link loss and rate-cut bursts, slow ranks, store-node "
+             "loss); needs --switch shadow with p2p or store");
+    v.option("--chaos-kinds", c.kinds, "kill,link,slow,store-node or all", kShowDefault);
+    v.option("--chaos-rate", c.rate, "chance that an update gets a fault", kShowDefault);
+    v.option("--chaos-max-burst", c.maxBurst,
+             "seconds a link burst or a stopped rank lasts at most", kShowDefault);
+    // The driver's own: the ranks neither report nor log.
+    v.option("--chaos-report", c.reportEvery, "a report line every N updates",
+             kShowDefault | kLocal);
+    v.flag("--chaos-verbose", c.verbose, "one line per abandoned update and failed epoch", kLocal);
+    // Tests only: updates land in place, so a failed one is not rolled back
+    // and the soak's checks must catch the torn shards it leaves.
+    v.flag("--chaos-unsafe-inplace", c.allowInplace, "", kHidden);
+    v.group("");
+  }
 };
 
 struct SyncArgs {
@@ -58,6 +80,56 @@ struct SyncArgs {
   int joinAtStep = -1;                 // store: the last engine joins after this step
   int corruptRank = -1;                // testing: flip a byte of this rank's shard after step 1
   ChaosArgs chaos;                     // --chaos: a soak with faults (sync_chaos.h)
+
+  // Every option of `tide sync` but --worker, once: registered by
+  // addSyncCommand, written back for the ranks by workerArgv (option_table.h).
+  template <class Self, class V>
+  static void visit(Self& a, V& v) {
+    WorkloadOptions::visit(a.workload, v);
+    v.option("--backend", a.backend, "tcp | shm | rdma | nccl", kShowDefault);
+    v.option("--steps", a.steps, "weight updates to run", kShowDefault);
+    v.option("--json", a.json, "write the result (schema tide.sync/1)");
+    v.option("--trace", a.trace, "append transfer events to this trace file");
+    v.option("--replay", a.replay,
+             "update to the versions of this trace (tide trace gen): its seed, AdamW "
+             "settings and routing");
+    v.option("--events", a.events, "write transfer events to a new trace file");
+    // Launched ranks are processes already.
+    v.option("--ranks", a.ranks, "auto | threads | processes", kShowDefault | kLocal);
+    v.option("--infer-dtype", a.inferDtype, "bf16 (default) | model", kShowDefault);
+    v.option("--timeout", a.timeout, "seconds without progress before a rank fails", kShowDefault);
+    v.option("--streams", a.streams, "tcp connections / rdma QPs per peer", kShowDefault);
+    v.flag("--poison", a.poison, "start inference shards from a poison pattern");
+    v.flag("--sparse", a.sparse, "p2p: send delta blocks (V-1 -> V), applied by the target");
+    v.option("--delta-dir", a.deltaDir,
+             "disk-delta: shared directory for the files (default: a temporary one)");
+    v.option("--base-every", a.baseEvery, "disk-delta: a full base every K versions", kShowDefault);
+    v.option("--store-nodes", a.store.nodes,
+             "store: store nodes, node n a segment on rank n (0 = one per rank)", kShowDefault);
+    v.option("--store-replicas", a.store.replicas, "store: replicas of every fragment",
+             kShowDefault);
+    v.option("--store-fragment", a.storeFragment, "store: fragment size", kShowDefault);
+    v.option("--store-lose-node", a.store.loseNode,
+             "store, fault injection: this node's segment is dropped after version 1 is "
+             "committed, before it is read");
+    v.option("--store-lose-when", a.storeLoseWhen,
+             "store, fault injection: the node is lost after the commit (read) or once "
+             "version 1 is placed, before the trainers write it (import)",
+             kShowDefault);
+    v.option("--switch", a.switchMode,
+             "inplace: updates land in the live shards; shadow: in a second copy while "
+             "emulated generation reads the live one, then a version switch (p2p, store)",
+             kShowDefault);
+    v.option("--join-engine-at-step", a.joinAtStep,
+             "store: the last inference engine joins after this step, pulling the READY "
+             "version under a lease");
+    v.option("--store-catalog", a.store.catalogJson,
+             "store: write the snapshot catalog here after each version (for tide store)");
+    ChaosArgs::visit(a.chaos, v);
+    v.option("--corrupt-rank", a.corruptRank,
+             "testing: flip one byte of this rank's inference shard after the first "
+             "update's transfer (verification must then fail the run)");
+  }
 };
 
 struct Prepared {

@@ -176,34 +176,6 @@ int storeNodes(const SyncArgs& a, const Prepared& p, const std::vector<exec::Ran
 
 }  // namespace
 
-void addChaosOptions(CLI::App* cmd, ChaosArgs& c) {
-  const char* group = "Soak with faults";
-  cmd->add_option(
-         "--chaos", c.seed,
-         "soak: run --steps updates on long-lived rank processes with faults drawn "
-         "from this seed (rank kills, link loss and rate-cut bursts, slow ranks, store-node "
-         "loss); needs --switch shadow with p2p or store")
-      ->group(group);
-  cmd->add_option("--chaos-kinds", c.kinds, "kill,link,slow,store-node or all")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--chaos-rate", c.rate, "chance that an update gets a fault")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--chaos-max-burst", c.maxBurst,
-                  "seconds a link burst or a stopped rank lasts at most")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_option("--chaos-report", c.reportEvery, "a report line every N updates")
-      ->capture_default_str()
-      ->group(group);
-  cmd->add_flag("--chaos-verbose", c.verbose, "one line per abandoned update and failed epoch")
-      ->group(group);
-  // Tests only: updates land in place, so a failed one is not rolled back
-  // and the soak's checks must catch the torn shards it leaves.
-  cmd->add_flag("--chaos-unsafe-inplace", c.allowInplace)->group("");
-}
-
 Status checkChaos(const SyncArgs& a, const Prepared& p) {
   if (!a.chaos.on()) return Status::ok();
   TIDE_RETURN_IF_ERROR(parseSeed(a.chaos.seed).status());

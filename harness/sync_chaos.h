@@ -16,7 +16,6 @@
 
 namespace tide::harness {
 
-void addChaosOptions(CLI::App* cmd, ChaosArgs& chaos);
 // A soak's arguments against the planned run (prepare() calls it).
 Status checkChaos(const SyncArgs& a, const Prepared& p);
 // The driver; `cluster` is null for local processes. Returns the exit code:

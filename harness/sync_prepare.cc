@@ -191,53 +191,11 @@ transport::TransportConfig transportConfig(const SyncArgs& a) {
 }
 
 std::vector<std::string> workerArgv(const SyncArgs& a) {
-  const WorkloadOptions& o = a.workload;
-  std::vector<std::string> v = {"/proc/self/exe", "sync",
-                                "--model",        o.model,
-                                "--scale",        std::to_string(o.scale),
-                                "--train",        o.train,
-                                "--infer",        o.infer,
-                                "--cluster",      o.cluster,
-                                "--strategy",     o.strategy,
-                                "--bucket",       o.bucket,
-                                "--chunk",        o.chunk,
-                                "--channels",     std::to_string(o.channels),
-                                "--fp8-block",    std::to_string(o.fp8Block),
-                                "--backend",      a.backend,
-                                "--steps",        std::to_string(a.steps),
-                                "--infer-dtype",  a.inferDtype,
-                                "--timeout",      std::to_string(a.timeout),
-                                "--streams",      std::to_string(a.streams),
-                                "--base-every",   std::to_string(a.baseEvery),
-                                "--worker"};
-  if (a.chaos.on()) {
-    v.insert(v.end(),
-             {"--chaos", a.chaos.seed, "--chaos-kinds", a.chaos.kinds, "--chaos-rate",
-              std::to_string(a.chaos.rate), "--chaos-max-burst", std::to_string(a.chaos.maxBurst)});
-    if (a.chaos.allowInplace) v.push_back("--chaos-unsafe-inplace");
-  }
-  if (o.colocated) v.push_back("--colocated");
-  if (a.poison) v.push_back("--poison");
-  if (a.sparse) v.push_back("--sparse");
-  if (!a.replay.empty()) v.insert(v.end(), {"--replay", a.replay});
-  for (const std::string& s :
-       {std::string("--store-lose-node"), std::to_string(a.store.loseNode),
-        std::string("--store-nodes"), std::to_string(a.store.nodes),
-        std::string("--store-replicas"), std::to_string(a.store.replicas),
-        std::string("--store-fragment"), a.storeFragment, std::string("--store-lose-when"),
-        a.storeLoseWhen, std::string("--switch"), a.switchMode,
-        std::string("--join-engine-at-step"), std::to_string(a.joinAtStep),
-        std::string("--corrupt-rank"), std::to_string(a.corruptRank)}) {
-    v.push_back(s);
-  }
-  for (auto [flag, val] :
-       {std::pair{"--json", a.json}, std::pair{"--trace", a.trace}, std::pair{"--events", a.events},
-        std::pair{"--delta-dir", a.deltaDir}, std::pair{"--store-catalog", a.store.catalogJson}}) {
-    if (!val.empty()) {
-      v.push_back(flag);
-      v.push_back(val);
-    }
-  }
+  ArgvWriter w;
+  w.argv() = {"/proc/self/exe", "sync"};
+  SyncArgs::visit(a, w);
+  std::vector<std::string> v = std::move(w.argv());
+  v.push_back("--worker");
   // /proc/self/exe is resolved by the launcher's execvp in the child.
   char path[4096];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);

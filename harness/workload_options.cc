@@ -5,25 +5,8 @@
 namespace tide::harness {
 
 void WorkloadOptions::addTo(CLI::App* cmd) {
-  cmd->add_option("--model", model, "zoo model name or TOML file")->capture_default_str();
-  cmd->add_option("--scale", scale, "divide hidden dims by S (structure kept)")
-      ->capture_default_str();
-  cmd->add_option("--train", train, "training layout, e.g. tp=8,pp=8,cp=4,ep=32[,etp=1][,dp=1]")
-      ->capture_default_str();
-  cmd->add_option("--infer", infer, "inference layout, e.g. engines=8,tp=32,ep=32,dp_attn=8")
-      ->capture_default_str();
-  cmd->add_option("--cluster", cluster, "cluster preset[:nodes=N] or TOML file")
-      ->capture_default_str();
-  cmd->add_option("--strategy", strategy,
-                  strategyHelp.empty() ? sync::strategyNames() : strategyHelp)
-      ->capture_default_str();
-  cmd->add_option("--bucket", bucket, "bucket size (training-dtype bytes)")->capture_default_str();
-  cmd->add_option("--chunk", chunk, "broadcast pipelining chunk")->capture_default_str();
-  cmd->add_option("--channels", channels, "broadcast rings (0 = NICs per node)")
-      ->capture_default_str();
-  cmd->add_option("--fp8-block", fp8Block, "FP8 block-scale edge (0 = the model's)")
-      ->capture_default_str();
-  cmd->add_flag("--colocated", colocated, "inference ranks share GPUs with training ranks");
+  OptionRegistrar r(cmd);
+  visit(*this, r);
 }
 
 void WorkloadOptions::addInferDtypeTo(CLI::App* cmd) {

@@ -13,6 +13,7 @@
 #include "engine/plan/transfer_plan.h"
 #include "engine/sync/strategy.h"
 #include "engine/sync/strategy_registry.h"
+#include "harness/option_table.h"
 #include "workloads/cluster.h"
 #include "workloads/layout.h"
 #include "workloads/model.h"
@@ -37,6 +38,25 @@ struct WorkloadOptions {
   bool colocated = false;
 
   void addTo(CLI::App* cmd);
+  // The options addTo() registers, as a table (option_table.h); Self is
+  // WorkloadOptions or const WorkloadOptions.
+  template <class Self, class V>
+  static void visit(Self& o, V& v) {
+    v.option("--model", o.model, "zoo model name or TOML file", kShowDefault);
+    v.option("--scale", o.scale, "divide hidden dims by S (structure kept)", kShowDefault);
+    v.option("--train", o.train, "training layout, e.g. tp=8,pp=8,cp=4,ep=32[,etp=1][,dp=1]",
+             kShowDefault);
+    v.option("--infer", o.infer, "inference layout, e.g. engines=8,tp=32,ep=32,dp_attn=8",
+             kShowDefault);
+    v.option("--cluster", o.cluster, "cluster preset[:nodes=N] or TOML file", kShowDefault);
+    v.option("--strategy", o.strategy,
+             o.strategyHelp.empty() ? sync::strategyNames() : o.strategyHelp, kShowDefault);
+    v.option("--bucket", o.bucket, "bucket size (training-dtype bytes)", kShowDefault);
+    v.option("--chunk", o.chunk, "broadcast pipelining chunk", kShowDefault);
+    v.option("--channels", o.channels, "broadcast rings (0 = NICs per node)", kShowDefault);
+    v.option("--fp8-block", o.fp8Block, "FP8 block-scale edge (0 = the model's)", kShowDefault);
+    v.flag("--colocated", o.colocated, "inference ranks share GPUs with training ranks");
+  }
   // --infer-dtype, for the commands whose plans must match a real run's.
   void addInferDtypeTo(CLI::App* cmd);
 };

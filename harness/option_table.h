@@ -1,0 +1,90 @@
+#pragma once
+// One table of a command's options, read two ways. A struct of arguments
+// lists its options once, in a `visit(self, v)` template; OptionRegistrar
+// turns each entry into a CLI11 option bound to the field, ArgvWriter writes
+// each field's current value back as `--name value` (the command line a
+// launcher gives every rank of a run). A new option is one line in visit().
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace tide::harness {
+
+enum OptionFlags : unsigned {
+  kShowDefault = 1u << 0,  // --help shows the default value
+  kHidden = 1u << 1,       // not in --help (test-only options)
+  kLocal = 1u << 2,        // this process's only: not passed on to the ranks
+};
+
+class OptionRegistrar {
+ public:
+  explicit OptionRegistrar(CLI::App* cmd) : cmd_(cmd) {}
+
+  // Options that follow go under this --help heading ("" = the command's own).
+  void group(std::string name) { group_ = std::move(name); }
+
+  template <class T>
+  CLI::Option* option(const std::string& name, T& value, const std::string& help,
+                      unsigned flags = 0) {
+    CLI::Option* o = cmd_->add_option(name, value, help);
+    if (flags & kShowDefault) o->capture_default_str();
+    return finish(o, flags);
+  }
+  CLI::Option* flag(const std::string& name, bool& value, const std::string& help,
+                    unsigned flags = 0) {
+    return finish(cmd_->add_flag(name, value, help), flags);
+  }
+
+ private:
+  CLI::Option* finish(CLI::Option* o, unsigned flags) {
+    if (flags & kHidden) {
+      o->group("");
+    } else if (!group_.empty()) {
+      o->group(group_);
+    }
+    return o;
+  }
+
+  CLI::App* cmd_;
+  std::string group_;
+};
+
+// Writes the options' values as arguments that parse back to the same
+// values. An empty string is an option not given (none of the forwarded
+// string options takes "" as a value), so it is left out.
+class ArgvWriter {
+ public:
+  void group(const std::string&) {}
+
+  template <class T>
+  void option(const std::string& name, const T& value, const std::string&, unsigned flags = 0) {
+    if (flags & kLocal) return;
+    std::string text = toText(value);
+    if (text.empty()) return;
+    argv_.push_back(name);
+    argv_.push_back(std::move(text));
+  }
+  void flag(const std::string& name, bool value, const std::string&, unsigned flags = 0) {
+    if (!(flags & kLocal) && value) argv_.push_back(name);
+  }
+
+  std::vector<std::string>& argv() { return argv_; }
+
+ private:
+  static std::string toText(const std::string& s) { return s; }
+  template <class T>
+  static std::string toText(const T& v) {
+    static_assert(std::is_arithmetic_v<T>, "ArgvWriter: add a toText() for this option type");
+    // Shortest text that reads back to the same value (doubles too).
+    char buf[64];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    return std::string(buf, r.ptr);
+  }
+
+  std::vector<std::string> argv_;
+};
+
+}  // namespace tide::harness
