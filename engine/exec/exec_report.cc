@@ -42,7 +42,7 @@ Status gatherSwitches(Store& store, int step, int world, double timeoutSeconds,
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(switchKey(step, r), timeoutSeconds));
     auto rec = decodeSwitch(text);
     if (!rec.isOk()) {
-      return TIDE_ERROR(Code::kDataLoss, "switch: bad record from rank " + std::to_string(r));
+      return rec.status().withContext("switch: rank " + std::to_string(r));
     }
     s.pauseSeconds = std::max(s.pauseSeconds, rec->pauseSeconds);
     if (rec->atSeconds > 0) {
@@ -85,7 +85,7 @@ Status gatherJoin(Store& store, int step, const std::vector<int>& ranks,
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(windowKey(step, r), timeoutSeconds));
     auto w = decodeWindow(text);
     if (!w.isOk()) {
-      return TIDE_ERROR(Code::kDataLoss, "join: bad window from rank " + std::to_string(r));
+      return w.status().withContext("join: rank " + std::to_string(r));
     }
     first = std::min(first, w->tStart);
     last = std::max(last, w->tEnd);
@@ -95,7 +95,7 @@ Status gatherJoin(Store& store, int step, const std::vector<int>& ranks,
     TIDE_ASSIGN_OR_RETURN(std::string text, store.get(joinKey(step, r), timeoutSeconds));
     auto rec = decodeJoinPull(text);
     if (!rec.isOk()) {
-      return TIDE_ERROR(Code::kDataLoss, "join: bad record from rank " + std::to_string(r));
+      return rec.status().withContext("join: rank " + std::to_string(r));
     }
     j.seconds = std::max(j.seconds, rec->seconds);
     j.pullSeconds = std::max(j.pullSeconds, rec->pullSeconds);

@@ -1,12 +1,15 @@
 #pragma once
-// The plain-text records each rank publishes through the key-value store for
-// rank 0 to add up (a step's timing and events, a version switch, an elastic
-// join), written and read here only. A record comes from another process:
-// every decoder fails with kDataLoss on malformed bytes and never throws.
+// The records each rank publishes through the key-value store for rank 0 to
+// add up (a step's timing and events, a version switch, an elastic join),
+// written and read here only, in the versioned encoding of
+// engine/core/wire.h. A record comes from another process: every decoder
+// fails with kDataLoss on malformed bytes (saying what was wrong and where)
+// and never throws.
 
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -23,7 +26,7 @@ struct TimingRecord {
   uint64_t bytesVerified = 0;  // inference-shard bytes checked bit-exact
 };
 std::string encodeTiming(const TimingRecord& t);
-Result<TimingRecord> decodeTiming(const std::string& text);
+Result<TimingRecord> decodeTiming(std::string_view bytes);
 
 // One rank's set-up: its registrations, their bytes and time.
 struct SetupRecord {
@@ -32,11 +35,11 @@ struct SetupRecord {
   double registerSeconds = 0;
 };
 std::string encodeSetup(const SetupRecord& s);
-Result<SetupRecord> decodeSetup(const std::string& text);
+Result<SetupRecord> decodeSetup(std::string_view bytes);
 
-// A step's events of one rank: the structs as bytes (same binary on every rank).
+// A step's events of one rank, field by field (a count, then each event).
 std::string encodeEvents(std::span<const traces::Event> events);
-Result<std::vector<traces::Event>> decodeEvents(const std::string& bytes);
+Result<std::vector<traces::Event>> decodeEvents(std::string_view bytes);
 
 // One rank's version switch (pause and `at` are 0 where it switched nothing).
 struct SwitchRecord {
@@ -44,7 +47,7 @@ struct SwitchRecord {
   uint64_t reads = 0, readsDuringUpdate = 0, torn = 0, shadowBytes = 0;
 };
 std::string encodeSwitch(const SwitchRecord& s);
-Result<SwitchRecord> decodeSwitch(const std::string& text);
+Result<SwitchRecord> decodeSwitch(std::string_view bytes);
 
 // A joining rank's pull (seconds: with the check; pullSeconds: without).
 struct JoinPullRecord {
@@ -53,13 +56,13 @@ struct JoinPullRecord {
   int version = -1;
 };
 std::string encodeJoinPull(const JoinPullRecord& j);
-Result<JoinPullRecord> decodeJoinPull(const std::string& text);
+Result<JoinPullRecord> decodeJoinPull(std::string_view bytes);
 
 // An inference rank's transfer window in the join step.
 struct WindowRecord {
   double tStart = 0, tEnd = 0;
 };
 std::string encodeWindow(const WindowRecord& w);
-Result<WindowRecord> decodeWindow(const std::string& text);
+Result<WindowRecord> decodeWindow(std::string_view bytes);
 
 }  // namespace tide::exec

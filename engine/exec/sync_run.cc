@@ -55,9 +55,7 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       for (int r = 0; r < world; ++r) {
         TIDE_ASSIGN_OR_RETURN(std::string v, store.get(setupKey(r), timeout));
         auto rec = decodeSetup(v);
-        if (!rec.isOk())
-          return TIDE_ERROR(Code::kDataLoss,
-                            "exec: bad setup record from rank " + std::to_string(r));
+        if (!rec.isOk()) return rec.status().withContext("exec: rank " + std::to_string(r));
         options.setup->ranks[r] = {rec->registrations, rec->registeredBytes, rec->registerSeconds};
       }
     }
@@ -99,8 +97,7 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       TIDE_ASSIGN_OR_RETURN(std::string v, store.get(timeKey(step, r), timeout));
       auto rec = decodeTiming(v);
       if (!rec.isOk()) {
-        return TIDE_ERROR(Code::kDataLoss,
-                          "exec: bad timing record from rank " + std::to_string(r));
+        return rec.status().withContext("exec: rank " + std::to_string(r));
       }
       t0 = std::min(t0, rec->tStart);
       t1 = std::max(t1, rec->tEnd);
@@ -120,8 +117,7 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
         TIDE_ASSIGN_OR_RETURN(std::string v, store.get(eventsKey(step, r), timeout));
         auto evs = decodeEvents(v);
         if (!evs.isOk()) {
-          return TIDE_ERROR(Code::kDataLoss,
-                            "exec: bad event record from rank " + std::to_string(r));
+          return evs.status().withContext("exec: rank " + std::to_string(r));
         }
         for (const auto& e : *evs) TIDE_RETURN_IF_ERROR(events->append(e));
       }

@@ -4,8 +4,8 @@
 // version switch and an elastic join (rank_records.h), a region descriptor,
 // the shm control address, and the number parsers behind the executor's
 // epoch and join lease (engine/core/parse.h). The first byte picks the
-// decoder, the rest is its input. A record that decodes must encode to text
-// that decodes to the same fields; nothing may throw or crash.
+// decoder, the rest is its input. A record that decodes must encode to bytes
+// that decode to the same fields; nothing may throw or crash.
 
 #include <cstdint>
 #include <cstdlib>
@@ -93,7 +93,7 @@ void rankRecord(uint8_t which, const std::string& text) {
     case 1: {
       auto e = decodeEvents(text);
       requireDataLoss(e);
-      if (e.isOk()) require(e->size() * sizeof(tide::traces::Event) == text.size());
+      if (e.isOk()) require(encodeEvents(*e) == text);  // one encoding per list of events
       return;
     }
     case 2: {
