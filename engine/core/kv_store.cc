@@ -43,6 +43,17 @@ Result<int64_t> MemoryStore::add(const std::string& key, int64_t delta) {
   return v;
 }
 
+Status MemoryStore::erase(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  values_.erase(key);
+  return Status::ok();
+}
+
+size_t MemoryStore::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return values_.size();
+}
+
 Result<int64_t> addToCounter(const std::string* stored, int64_t delta) {
   int64_t v = 0;
   if (stored) {

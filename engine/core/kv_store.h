@@ -21,6 +21,9 @@ class Store {
   virtual Result<std::string> get(const std::string& key, double timeoutSeconds) = 0;
   // Atomically adds delta to an integer counter (created at 0) and returns the new value.
   virtual Result<int64_t> add(const std::string& key, int64_t delta) = 0;
+  // Removes the key, if it is there: a key read once and done with (a
+  // control message) must not stay for the rest of a long run.
+  virtual Status erase(const std::string& key) = 0;
 };
 
 class MemoryStore final : public Store {
@@ -28,6 +31,8 @@ class MemoryStore final : public Store {
   Status set(const std::string& key, const std::string& value) override;
   Result<std::string> get(const std::string& key, double timeoutSeconds) override;
   Result<int64_t> add(const std::string& key, int64_t delta) override;
+  Status erase(const std::string& key) override;
+  size_t size();  // keys held
 
  private:
   std::mutex mu_;
@@ -48,6 +53,7 @@ class PrefixStore final : public Store {
   Result<int64_t> add(const std::string& key, int64_t delta) override {
     return inner_.add(prefix_ + key, delta);
   }
+  Status erase(const std::string& key) override { return inner_.erase(prefix_ + key); }
 
  private:
   Store& inner_;

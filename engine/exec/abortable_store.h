@@ -26,6 +26,7 @@ class AbortableStore final : public Store {
   Result<int64_t> add(const std::string& key, int64_t delta) override {
     return inner_.add(key, delta);
   }
+  Status erase(const std::string& key) override { return inner_.erase(key); }
 
   // Whether the abort key exists; asks the control store at most once a
   // slice, so that a busy loop may call it every round.

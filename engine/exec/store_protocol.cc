@@ -65,6 +65,8 @@ Result<StoreRequest> readStoreRequest(const StoreReader& read) {
     case StoreOp::kAdd:
       if (!read(&r.delta, sizeof r.delta)) return ended();
       break;
+    case StoreOp::kErase:
+      break;
     default:
       return TIDE_ERROR(Code::kInvalidArgument, "unknown store op " + std::to_string(op));
   }

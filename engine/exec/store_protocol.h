@@ -7,6 +7,7 @@
 //   set:     u8 1, u32 klen, key, u32 vlen, value -> u8 status
 //   get:     u8 2, u32 klen, key, f64 timeout     -> u8 status, u32 vlen, value
 //   add:     u8 3, u32 klen, key, i64 delta       -> u8 status, i64 value
+//   erase:   u8 4, u32 klen, key                  -> u8 status
 // status: 0 ok, 1 timeout, 2 bad request.
 
 #include <cstddef>
@@ -22,7 +23,7 @@ inline constexpr uint32_t kStoreMagic = 0x74535431;  // "tST1"
 inline constexpr uint32_t kMaxStoreToken = 4096;
 inline constexpr uint32_t kMaxStoreKey = 64 * 1024;
 inline constexpr uint32_t kMaxStoreValue = 256u << 20;
-enum class StoreOp : uint8_t { kSet = 1, kGet = 2, kAdd = 3 };
+enum class StoreOp : uint8_t { kSet = 1, kGet = 2, kAdd = 3, kErase = 4 };
 enum class StoreReply : uint8_t { kOk = 0, kTimeout = 1, kBad = 2 };
 
 struct StoreRequest {

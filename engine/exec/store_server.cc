@@ -142,6 +142,10 @@ void StoreServer::serve(Conn& conn) {
       if (!sendAll(fd, &r, 1).isOk() || !sendAll(fd, &n, sizeof n).isOk() ||
           !sendAll(fd, value.data(), n).isOk())
         break;
+    } else if (req->op == StoreOp::kErase) {
+      erase(req->key);
+      uint8_t r = 0;
+      if (!sendAll(fd, &r, 1).isOk()) break;
     } else {
       bool ok = true;
       int64_t v = add(req->key, req->delta, ok);
@@ -158,6 +162,16 @@ void StoreServer::set(const std::string& key, std::string value) {
     values_[key] = std::move(value);
   }
   cv_.notify_all();
+}
+
+void StoreServer::erase(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  values_.erase(key);
+}
+
+size_t StoreServer::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return values_.size();
 }
 
 bool StoreServer::get(const std::string& key, double timeoutSeconds, std::string& out) {

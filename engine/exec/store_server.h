@@ -37,6 +37,8 @@ class StoreServer {
   // Empty optional-like: returns false on timeout or shutdown.
   bool get(const std::string& key, double timeoutSeconds, std::string& out);
   int64_t add(const std::string& key, int64_t delta, bool& ok);
+  void erase(const std::string& key);
+  size_t size();  // keys held
   // Drops every key that starts with `prefix` (a long-lived run's finished
   // rounds); returns how many.
   size_t erasePrefix(const std::string& prefix);

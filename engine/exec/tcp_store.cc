@@ -107,6 +107,24 @@ Status TcpStore::set(const std::string& key, const std::string& value) {
   return Status::ok();
 }
 
+Status TcpStore::erase(const std::string& key) {
+  if (key.size() > kMaxStoreKey) return TIDE_ERROR(Code::kInvalidArgument, "store key too large");
+  if (server_) {
+    server_->erase(key);
+    return Status::ok();
+  }
+  TIDE_ASSIGN_OR_RETURN(UniqueFd fd, borrow());
+  uint8_t op = static_cast<uint8_t>(StoreOp::kErase), r = 0;
+  auto exchange = [&]() -> Status {
+    TIDE_RETURN_IF_ERROR(sendAll(fd.get(), &op, 1));
+    TIDE_RETURN_IF_ERROR(sendString(fd.get(), key));
+    return recvExact(fd.get(), &r, 1);
+  };
+  if (Status st = exchange(); !st.isOk()) return lost("erase", key, st);
+  giveBack(std::move(fd));
+  return Status::ok();
+}
+
 Result<std::string> TcpStore::get(const std::string& key, double timeoutSeconds) {
   if (key.size() > kMaxStoreKey) return TIDE_ERROR(Code::kInvalidArgument, "store key too large");
   auto timeoutError = [&] {

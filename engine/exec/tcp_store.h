@@ -35,6 +35,7 @@ class TcpStore final : public Store {
   Status set(const std::string& key, const std::string& value) override;
   Result<std::string> get(const std::string& key, double timeoutSeconds) override;
   Result<int64_t> add(const std::string& key, int64_t delta) override;
+  Status erase(const std::string& key) override;
 
   // Seconds a client waits for a reply beyond the operation's own timeout.
   static constexpr double kReplySlackSeconds = 30;

@@ -153,6 +153,9 @@ Status RdmaTransport::init(const TransportConfig& config) {
   if (store_ == nullptr)
     return TIDE_ERROR(Code::kInvalidArgument, "rdma needs a rendezvous store (config.store)");
   registry_ = std::make_unique<RegionRegistry>(*store_, opts_.keyPrefix, rank_);
+  mailbox_ = std::make_unique<StoreMailbox>(
+      *store_, opts_.keyPrefix, rank_, worldSize_,
+      [this](int peer) { return registry_->gone(peer); }, kRecvSliceSeconds);
   std::vector<std::string> names = config.devices.empty() ? defaultDevices() : config.devices;
   if (names.empty()) return TIDE_ERROR(Code::kUnavailable, kNoDeviceHint);
   if (names.size() > 16)
@@ -390,49 +393,11 @@ Status RdmaTransport::refreshImported(Imported& imp, int64_t ownerEpoch) {
 }
 
 Status RdmaTransport::send(int peer, uint32_t tag, std::span<const uint8_t> bytes) {
-  if (peer < 0 || peer >= worldSize_)
-    return TIDE_ERROR(
-        Code::kInvalidArgument,
-        "send to rank " + std::to_string(peer) + " outside world of " + std::to_string(worldSize_));
-  uint64_t seq = sendSeq_[{peer, tag}]++;
-  std::string key = opts_.keyPrefix + "ctl/" + std::to_string(rank_) + "/" + std::to_string(peer) +
-                    "/" + std::to_string(tag) + "/" + std::to_string(seq);
-  return store_->set(key, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  return mailbox_->send(peer, tag, bytes);
 }
 
 Result<std::vector<uint8_t>> RdmaTransport::recv(int peer, uint32_t tag, double timeoutSeconds) {
-  if (peer < 0 || peer >= worldSize_)
-    return TIDE_ERROR(Code::kInvalidArgument, "recv from rank " + std::to_string(peer) +
-                                                  " outside world of " +
-                                                  std::to_string(worldSize_));
-  uint64_t& seq = recvSeq_[{peer, tag}];
-  std::string key = opts_.keyPrefix + "ctl/" + std::to_string(peer) + "/" + std::to_string(rank_) +
-                    "/" + std::to_string(tag) + "/" + std::to_string(seq);
-  const std::string what =
-      "control message from rank " + std::to_string(peer) + " tag " + std::to_string(tag);
-  // In slices, so that a peer that left (it marks itself gone after its last
-  // send) fails the wait at once instead of after the whole timeout.
-  Deadline deadline = Deadline::after(std::max(0.0, timeoutSeconds));
-  while (true) {
-    const double left = std::chrono::duration<double>(deadline.remaining()).count();
-    auto v = store_->get(key, std::min(std::max(0.0, left), kRecvSliceSeconds));
-    if (v.isOk()) {
-      ++seq;
-      return std::vector<uint8_t>(v->begin(), v->end());
-    }
-    if (v.status().code() != Code::kTimeout) return v.status().withContext(what);
-    auto gone = registry_->gone(peer);
-    if (gone.isOk() && *gone) {
-      v = store_->get(key, 0);  // sent just before it left
-      if (v.isOk()) {
-        ++seq;
-        return std::vector<uint8_t>(v->begin(), v->end());
-      }
-      return TIDE_ERROR(Code::kUnavailable,
-                        what + ": rank " + std::to_string(peer) + " left without sending it");
-    }
-    if (deadline.expired()) return v.status().withContext(what);
-  }
+  return mailbox_->recv(peer, tag, timeoutSeconds);
 }
 
 }  // namespace tide::transport::rdma

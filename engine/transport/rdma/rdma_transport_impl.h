@@ -20,6 +20,7 @@
 #include "engine/transport/rdma/qp_connector.h"
 #include "engine/transport/rdma/rdma_transport.h"
 #include "engine/transport/rdma/region_registry.h"
+#include "engine/transport/store_mailbox.h"
 
 namespace tide::transport::rdma {
 
@@ -148,10 +149,10 @@ class RdmaTransport final : public Transport {
   std::vector<std::vector<size_t>> senders_;  // per peer: sender channel indices
   std::vector<size_t> rr_;                    // per peer: round-robin cursor
   std::unique_ptr<RegionRegistry> registry_;
+  std::unique_ptr<StoreMailbox> mailbox_;  // send()/recv(): control messages via the store
   std::map<std::pair<int32_t, uint32_t>, Imported> remotes_;
   std::map<BatchId, Batch> batches_;
   std::deque<Notification> notifications_;
-  std::map<std::pair<int, uint32_t>, uint64_t> sendSeq_, recvSeq_;
   uint32_t nextRegionId_ = 1;
   BatchId nextBatch_ = 1;
   Status fatal_;  // first error of the progress engine, reported on every call

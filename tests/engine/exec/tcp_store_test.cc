@@ -7,6 +7,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/socket_io.h"
+#include "engine/transport/store_mailbox.h"
 
 namespace tide::exec {
 namespace {
@@ -27,6 +28,41 @@ TEST(TcpStore, SetGetAddAcrossClients) {
   std::string big(1 << 20, 'x');
   ASSERT_TRUE(b->set("big", big).isOk());
   EXPECT_EQ(big, orThrow(a->get("big", 1)));
+}
+
+TEST(TcpStore, EraseDropsTheKeyForEveryClient) {
+  auto server = orThrow(TcpStore::host("127.0.0.1", 0, "tok"));
+  auto a = orThrow(TcpStore::connect("127.0.0.1", server->port(), "tok", 5));
+  auto b = orThrow(TcpStore::connect("127.0.0.1", server->port(), "tok", 5));
+  ASSERT_TRUE(a->set("k", "v").isOk());
+  ASSERT_TRUE(a->set("keep", "v").isOk());
+  EXPECT_EQ(2u, server->hostedServer()->size());
+  ASSERT_TRUE(b->erase("k").isOk());
+  EXPECT_EQ(Code::kTimeout, a->get("k", 0.05).status().code());
+  EXPECT_TRUE(b->erase("k").isOk());  // gone already: nothing to do
+  ASSERT_TRUE(server->erase("keep").isOk());
+  EXPECT_EQ(0u, server->hostedServer()->size());
+}
+
+// rdma's control messages go through the store; over a long run they must
+// not pile up there (one key per message, erased by its receiver).
+TEST(TcpStore, ControlMessagesLeaveNoKeysBehind) {
+  auto server = orThrow(TcpStore::host("127.0.0.1", 0, "tok"));
+  auto a = orThrow(TcpStore::connect("127.0.0.1", server->port(), "tok", 5));
+  auto b = orThrow(TcpStore::connect("127.0.0.1", server->port(), "tok", 5));
+  transport::StoreMailbox ma(*a, "transport/", 0, 2, nullptr);
+  transport::StoreMailbox mb(*b, "transport/", 1, 2, nullptr);
+  size_t most = 0;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    const std::vector<uint8_t> m = {static_cast<uint8_t>(i), static_cast<uint8_t>(i >> 8)};
+    ASSERT_TRUE(ma.send(1, i % 4, m).isOk());
+    most = std::max(most, server->hostedServer()->size());
+    auto got = mb.recv(0, i % 4, 10);
+    ASSERT_TRUE(got.isOk()) << got.status().toString();
+    EXPECT_EQ(m, *got);
+  }
+  EXPECT_EQ(1u, most);
+  EXPECT_EQ(0u, server->hostedServer()->size());
 }
 
 TEST(TcpStore, GetBlocksUntilSetAndTimesOut) {

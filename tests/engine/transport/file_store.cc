@@ -78,4 +78,9 @@ Result<int64_t> FileStore::add(const std::string& key, int64_t delta) {
   return value;
 }
 
+Status FileStore::erase(const std::string& key) {
+  if (::unlink(path(key).c_str()) != 0 && errno != ENOENT) return TIDE_ERRNO("unlink " + key);
+  return Status::ok();
+}
+
 }  // namespace tide::transport::testing

@@ -16,6 +16,7 @@ class FileStore final : public Store {
   Status set(const std::string& key, const std::string& value) override;
   Result<std::string> get(const std::string& key, double timeoutSeconds) override;
   Result<int64_t> add(const std::string& key, int64_t delta) override;
+  Status erase(const std::string& key) override;
 
  private:
   static constexpr double kLockSeconds = 10;

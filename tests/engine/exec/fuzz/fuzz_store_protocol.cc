@@ -73,6 +73,9 @@ void requests(Bytes& in) {
         require(back.isOk() && *back == *sum);
         break;
       }
+      case StoreOp::kErase:
+        values.erase(r->key);
+        break;
       default:
         std::abort();  // the decoder returns known ops only
     }
