@@ -163,8 +163,12 @@ exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
   }
   o.steps = a.steps;
   o.exec.timeoutSeconds = a.timeout;
-  o.exec.poisonTargets = a.poison;
-  o.exec.corruptRank = a.corruptRank;
+  if (a.poison || a.corruptRank >= 0) {  // the CLI's test flags
+    auto hooks = std::make_shared<exec::TestHooks>();
+    hooks->poison = a.poison;
+    hooks->corruptRank = a.corruptRank;
+    o.exec.hooks = std::move(hooks);
+  }
   return o;
 }
 

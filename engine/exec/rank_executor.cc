@@ -166,12 +166,13 @@ Status RankExecutor::materializeTrain(int version) {
 
 Status RankExecutor::loadStart() {
   const uint64_t inferBytes = layouts_[rank_].spaceBytes(Space::kInfer);
-  startPoisoned_ = options_.poisonTargets;
+  const bool poison = options_.hooks && options_.hooks->poisonTargets();
+  startPoisoned_ = poison;
   if (options_.resumeShard && inferBytes > 0) {
     std::memcpy(buffer(Space::kInfer), options_.resumeShard, inferBytes);
     return Status::ok();
   }
-  return fillInferShard(weights_, layouts_[rank_], options_.startVersion, options_.poisonTargets,
+  return fillInferShard(weights_, layouts_[rank_], options_.startVersion, poison,
                         buffer(Space::kInfer));
 }
 
@@ -189,12 +190,6 @@ Status RankExecutor::finishJoin(int version) {
   }
   serving_ = true;
   return Status::ok();
-}
-
-void RankExecutor::corruptIfAsked(int step) {
-  if (rank_ != options_.corruptRank || step != options_.corruptStep) return;
-  const uint64_t n = layouts_[rank_].spaceBytes(Space::kInfer);
-  if (n > 0) buffer(Space::kInfer)[n / 2] ^= 0x01;
 }
 
 Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
@@ -223,7 +218,10 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   Status ts = update_->join(step, *this);
   if (ts.isOk()) ts = update_->step(step, *this, events, out);
   out.tEnd = nowSeconds();
-  if (ts.isOk()) corruptIfAsked(step);
+  if (ts.isOk() && options_.hooks) {
+    options_.hooks->afterTransfer(
+        rank_, step, {buffer(Space::kInfer), layouts_[rank_].spaceBytes(Space::kInfer)});
+  }
   // Every transfer ends before any rank verifies: verification recomputes
   // the shard from the generator (CPU-bound, seconds) and, on shared cores,
   // would slow the relays and writers still running.

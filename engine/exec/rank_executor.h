@@ -22,6 +22,7 @@
 
 #include "engine/core/kv_store.h"
 #include "engine/core/status.h"
+#include "engine/exec/exec_hooks.h"
 #include "engine/exec/exec_report.h"
 #include "engine/exec/rank_layout.h"
 #include "engine/exec/rank_schedule.h"
@@ -48,13 +49,8 @@ enum class UpdateMode {
 struct ExecOptions {
   double timeoutSeconds = 120;  // a step that makes no progress for this long fails
   uint64_t chunkBytes = 0;      // broadcast pipelining chunk; 0 = the plan's
-  // Inference buffers before the first update: version 0 (the real case) or
-  // a poison pattern (tests: a byte the transfer misses cannot pass).
-  bool poisonTargets = false;
-  // Tests: flip one byte of this rank's inference buffer after the transfer
-  // of step `corruptStep`, so verification must fail.
-  int corruptRank = -1;
-  int corruptStep = 1;
+  // Tests only (exec_hooks.h): poisoned targets, a corrupted shard.
+  std::shared_ptr<const ExecHooks> hooks;
   UpdateMode mode = UpdateMode::kFull;
   std::string deltaDir;    // kDiskDelta: the shared directory
   uint32_t baseEvery = 8;  // kDiskDelta: a full base every K versions
@@ -146,8 +142,6 @@ class RankExecutor final : private UpdateHost {
   void setupSwitch();
   // The steps after every rank verified: the gate, the version, the switch.
   Status commit(int step, RankStep& out);
-  // Tests: flips one byte of the shard the update wrote (ExecOptions::corruptRank).
-  void corruptIfAsked(int step);
   // Allocates and registers `bytes`, the registration timed into setupWork_.
   Result<transport::Registration> registerTimed(uint64_t bytes);
   void switchCopies();

@@ -66,7 +66,7 @@ class SparseUpdate final : public UpdatePath, GroupIo {
 }  // namespace
 
 Result<std::unique_ptr<UpdatePath>> makeSparseUpdate(const UpdateEnv& env) {
-  if (env.options.poisonTargets) {
+  if (env.options.hooks && env.options.hooks->poisonTargets()) {
     return TIDE_ERROR(Code::kInvalidArgument,
                       "sparse: deltas apply to version 0, not to a poison pattern");
   }

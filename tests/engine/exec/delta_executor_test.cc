@@ -68,7 +68,7 @@ TEST(SparseP2p, PoisonTargetsAreRejected) {
   PlanFixture s("p2p", 64 * 1024);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
   RankRunOptions o = options(UpdateMode::kSparse, 5);
-  o.exec.poisonTargets = true;
+  o.exec.hooks = poisonedTargets();
   auto r = runThreads(s.plan, w, tcp(), o, nullptr);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().toString();
@@ -116,7 +116,7 @@ TEST(DiskDelta, ThreeUpdatesBitExactThroughFiles) {
   RankRunOptions o = options(UpdateMode::kDiskDelta, 30, 3);
   o.exec.deltaDir = dir.path;
   o.exec.baseEvery = 2;         // version 2 is a full base
-  o.exec.poisonTargets = true;  // every needed byte must come from the files
+  o.exec.hooks = poisonedTargets();  // every needed byte must come from the files
   auto stats = orThrow(runThreads(s.plan, w, tcp(), o, nullptr));
   ASSERT_EQ(stats.size(), 3u);
   for (const auto& st : stats) {

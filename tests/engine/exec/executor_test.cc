@@ -20,6 +20,7 @@ namespace {
 
 using Param = std::tuple<std::string, std::string>;  // backend, strategy
 constexpr int kLastRank = -2;  // runFp8Once: corrupt the plan's last rank (an inference rank)
+constexpr int kNoRank = -1;
 class Executor : public ::testing::TestWithParam<Param> {};
 
 const auto kBackendsTimesStrategies =
@@ -38,7 +39,7 @@ std::vector<StepStats> twoUpdates(const PlanFixture& s, const std::string& backe
   c.streams = 1;
   RankRunOptions o;
   o.steps = 2;
-  o.exec.poisonTargets = true;
+  o.exec.hooks = poisonedTargets();
   o.exec.timeoutSeconds = 30;
   return orThrow(runThreads(s.plan, w, c, o, events));
 }
@@ -82,7 +83,7 @@ TEST(ExecutorVerify, FlippedByteIsCaughtAndNamed) {
     RankRunOptions o;
     o.exec.timeoutSeconds = 30;
     const int victim = static_cast<int>(s.plan.ranks.size()) - 1;  // an inference rank
-    o.exec.corruptRank = victim;
+    o.exec.hooks = corruptShardOf(victim);
     auto r = runThreads(s.plan, w, c, o, nullptr);
     ASSERT_FALSE(r.isOk()) << strategy;
     EXPECT_EQ(r.status().code(), Code::kDataLoss);
@@ -153,21 +154,20 @@ TEST_P(ExecutorFp8, TwoUpdatesBitExact) {
 INSTANTIATE_TEST_SUITE_P(Backends, ExecutorFp8, kBackendsTimesStrategies, paramName);
 
 // One FP8 p2p update of tiny-moe over shm, threads, with `o`'s options.
-Result<std::vector<StepStats>> runFp8Once(RankRunOptions o) {
+Result<std::vector<StepStats>> runFp8Once(RankRunOptions o, int corrupt = kNoRank) {
   PlanFixture s("p2p", 64 * 1024, workloads::DType::kFP8E4M3);
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 1);
   transport::TransportConfig c;
   c.backend = "shm";
-  if (o.exec.corruptRank == kLastRank)
-    o.exec.corruptRank = static_cast<int>(s.plan.ranks.size()) - 1;
+  if (corrupt == kLastRank)
+    o.exec.hooks = corruptShardOf(static_cast<int>(s.plan.ranks.size()) - 1);
   return runThreads(s.plan, w, c, o, nullptr);
 }
 
 TEST(ExecutorVerify, Fp8FlippedByteIsCaught) {
   RankRunOptions o;
   o.exec.timeoutSeconds = 30;
-  o.exec.corruptRank = kLastRank;
-  auto r = runFp8Once(o);
+  auto r = runFp8Once(o, kLastRank);
   ASSERT_FALSE(r.isOk());
   EXPECT_EQ(r.status().code(), Code::kDataLoss) << r.status().toString();
 }

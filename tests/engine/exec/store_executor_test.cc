@@ -60,7 +60,7 @@ TEST(StoreStrategy, ThreeUpdatesBitExactThroughTheStore) {
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 3);
   TempDir dir;
   RankRunOptions o = options(30, 3, dir.path + "/catalog.json");
-  o.exec.poisonTargets = true;  // every needed byte must come from the store
+  o.exec.hooks = poisonedTargets();  // every needed byte must come from the store
   auto stats = orThrow(runThreads(s.plan, w, tcp(), o, nullptr));
   ASSERT_EQ(stats.size(), 3u);
   const uint64_t slices = sliceTotal(s);

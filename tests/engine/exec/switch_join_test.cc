@@ -236,7 +236,7 @@ void elasticJoin(bool shadow) {
   ExecReport report;
   RankRunOptions o = switchOptions(UpdateMode::kStore, 4, 30 * kTimeScale);
   o.exec.shadowSwitch = shadow;
-  o.exec.poisonTargets = true;
+  o.exec.hooks = poisonedTargets();
   o.exec.report = &report;
   o.exec.store.joinStep = 2;
   o.exec.store.joinRanks = lastEngine(s);
@@ -293,7 +293,7 @@ TEST(StoreImport, ANodeLostWhileImportingIsPlacedAround) {
   workloads::SyntheticWeights w(s.inv, {}, workloads::RlConfig{}, 2);
   TempDir dir;
   RankRunOptions o = lostAtImport(2, 20 * kTimeScale, dir);
-  o.exec.poisonTargets = true;
+  o.exec.hooks = poisonedTargets();
   auto stats = runThreads(s.plan, w, tcp(), o, nullptr);
   ASSERT_TRUE(stats.isOk()) << stats.status().toString();
   const auto c = readJson(o.exec.store.catalogJson);
