@@ -1,12 +1,12 @@
 // `tide launch -n N -- <cmd...>`: runs N local ranks of a command with the
-// rank environment set (see engine/exec/launcher.h) and exits with the first
+// rank environment set (see engine/exec/launch/launcher.h) and exits with the first
 // failing rank's code.
 
 #include <cstdio>
 #include <cstdlib>
 
 #include "engine/core/units.h"
-#include "engine/exec/launcher.h"
+#include "engine/exec/launch/launcher.h"
 #include "harness/command.h"
 
 namespace tide::harness {

@@ -20,10 +20,10 @@
 #include "engine/core/errno_status.h"
 #include "engine/core/signal_guard.h"
 #include "engine/core/units.h"
-#include "engine/exec/emulated_cluster.h"
-#include "engine/exec/launcher.h"
-#include "engine/exec/rank_env.h"
-#include "engine/exec/rxe_cluster.h"
+#include "engine/exec/launch/emulated_cluster.h"
+#include "engine/exec/launch/launcher.h"
+#include "engine/exec/launch/rxe_cluster.h"
+#include "engine/exec/rendezvous/rank_env.h"
 #include "harness/command.h"
 #include "harness/run_context.h"
 #include "harness/sync_args.h"
@@ -353,7 +353,7 @@ void addSyncCommand(CLI::App& app) {
   OptionRegistrar options(cmd);
   SyncArgs::visit(*a, options);
   // The multi-host contract: a launcher starts one such process per rank
-  // with the rank environment (engine/exec/rank_env.h), all with the same
+  // with the rank environment (engine/exec/rendezvous/rank_env.h), all with the same
   // arguments; rank 0 hosts the rendezvous store and writes the result.
   cmd->add_flag("--worker", a->worker,
                 "run as one rank of a launched run: tide launch, mpirun, Slurm or torchrun set "

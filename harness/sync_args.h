@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/exec/rank_executor.h"
-#include "engine/exec/sync_run.h"
+#include "engine/exec/executor/rank_executor.h"
+#include "engine/exec/executor/sync_run.h"
 #include "engine/plan/lower_bound.h"
 #include "engine/transport/registry.h"
 #include "harness/option_table.h"

@@ -11,12 +11,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "engine/exec/chaos_driver.h"
-#include "engine/exec/chaos_protocol.h"
-#include "engine/exec/chaos_worker.h"
-#include "engine/exec/fault_schedule.h"
-#include "engine/exec/rank_env.h"
-#include "engine/exec/store_layout.h"
+#include "engine/exec/chaos/chaos_driver.h"
+#include "engine/exec/chaos/chaos_protocol.h"
+#include "engine/exec/chaos/chaos_worker.h"
+#include "engine/exec/chaos/fault_schedule.h"
+#include "engine/exec/rendezvous/rank_env.h"
+#include "engine/exec/weight_store/store_layout.h"
 
 namespace tide::harness {
 

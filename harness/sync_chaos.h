@@ -4,14 +4,14 @@
 // --ranks processes) driven update by update by this process, which kills,
 // stops and cuts them off as the seed's schedule says and checks after
 // every update that each inference rank serves exactly the new or the
-// previous version, bit-exact (engine/exec/chaos_driver.h has the recovery
+// previous version, bit-exact (engine/exec/chaos/chaos_driver.h has the recovery
 // model). A report line every --chaos-report updates; --json writes the
 // schedule and every window (schema tide.sync.chaos/1).
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 
-#include "engine/exec/emulated_cluster.h"
+#include "engine/exec/launch/emulated_cluster.h"
 #include "harness/sync_args.h"
 
 namespace tide::harness {

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "engine/core/units.h"
-#include "engine/exec/store_layout.h"
+#include "engine/exec/weight_store/store_layout.h"
 #include "harness/output_path.h"
 #include "harness/sync_args.h"
 #include "harness/sync_chaos.h"

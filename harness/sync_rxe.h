@@ -1,11 +1,11 @@
 #pragma once
 // `tide sync --backend rdma --cluster emulated:...`: the run's rxe cluster
-// (engine/exec/rxe_cluster.h), one SoftRoCE device per node on shaped links.
+// (engine/exec/launch/rxe_cluster.h), one SoftRoCE device per node on shaped links.
 
 #include <memory>
 
-#include "engine/exec/launcher.h"
-#include "engine/exec/rxe_cluster.h"
+#include "engine/exec/launch/launcher.h"
+#include "engine/exec/launch/rxe_cluster.h"
 #include "harness/sync_args.h"
 
 namespace tide::harness {

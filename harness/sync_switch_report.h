@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "engine/exec/exec_report.h"
-#include "engine/exec/sync_run.h"
+#include "engine/exec/executor/exec_report.h"
+#include "engine/exec/executor/sync_run.h"
 
 namespace tide::harness {
 

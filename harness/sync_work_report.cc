@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/core/units.h"
-#include "engine/exec/step_support.h"
+#include "engine/exec/executor/step_support.h"
 
 namespace tide::harness {
 

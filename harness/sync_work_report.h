@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/exec/sync_run.h"
+#include "engine/exec/executor/sync_run.h"
 #include "engine/plan/transfer_plan.h"
 
 namespace tide::harness {

@@ -2,7 +2,7 @@
 // BF16 -> FP8 e4m3 for one element and one block's scale, as the GPU
 // quantization kernel runs them: the same integer rounding on the float's
 // bits as tide's CPU reference (engine/sync/fp8_quantizer.h, used block by
-// block by engine/exec/fp8_blocks.h), so the kernel's bytes and scales are
+// block by engine/exec/executor/fp8_blocks.h), so the kernel's bytes and scales are
 // bit-exact with it. tests/engine/gpu checks this header against the
 // reference on the host.
 

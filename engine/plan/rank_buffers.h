@@ -2,7 +2,7 @@
 // The buffers each rank of a plan allocates and registers once, before any
 // update: one per space it holds (its training shard, staging replica,
 // inference shard, and the packed buckets it packs, relays or receives).
-// The real executor lays its memory out by these (engine/exec/rank_layout.h);
+// The real executor lays its memory out by these (engine/exec/executor/rank_layout.h);
 // a strategy counts the pages its register steps pin from them.
 
 #include <array>

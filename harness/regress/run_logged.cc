@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "engine/core/clock.h"
-#include "engine/exec/rank_process.h"
+#include "engine/exec/launch/rank_process.h"
 
 extern char** environ;
 

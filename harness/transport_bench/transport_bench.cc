@@ -15,7 +15,7 @@
 #include "engine/core/kv_store.h"
 #include "engine/core/log.h"
 #include "engine/core/units.h"
-#include "engine/exec/rank_env.h"
+#include "engine/exec/rendezvous/rank_env.h"
 #include "engine/transport/registration.h"
 #include "engine/transport/registry.h"
 #include "harness/transport_bench/iperf_reference.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # RDMA p2p vs broadcast on an emulated RDMA cluster: one rxe device per node
-# on shaped links (engine/exec/rxe_cluster.h). Both strategies must verify
+# on shaped links (engine/exec/launch/rxe_cluster.h). Both strategies must verify
 # bit-exact, their traffic must have crossed the nodes' shaped links (the
 # bound's bottleneck link carried at least the plan's bytes), no step may
 # beat its shaped lower bound, and p2p must beat broadcast by the ratio of

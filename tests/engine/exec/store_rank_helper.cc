@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "engine/exec/rank_env.h"
+#include "engine/exec/rendezvous/rank_env.h"
 
 int main(int argc, char** argv) {
   using namespace tide;

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "engine/core/clock.h"
-#include "engine/exec/tcp_store.h"
+#include "engine/exec/rendezvous/tcp_store.h"
 #include "engine/transport/registry.h"
 #include "tests/sanitizers.h"
 

@@ -1,5 +1,5 @@
 // libFuzzer target for the rendezvous store's server side
-// (engine/exec/store_protocol.h): a client's bytes are decoded as the server
+// (engine/exec/rendezvous/store_protocol.h): a client's bytes are decoded as the server
 // decodes them, from a hello or from the first request, and every request
 // that decodes is applied to a map as the server applies it (counters
 // included). Nothing may throw or crash; what decodes must be what was sent.
@@ -12,7 +12,7 @@
 
 #include "engine/core/kv_store.h"
 #include "engine/core/parse.h"
-#include "engine/exec/store_protocol.h"
+#include "engine/exec/rendezvous/store_protocol.h"
 
 using namespace tide::exec;
 

@@ -12,8 +12,8 @@
 #include <string>
 
 #include "engine/core/parse.h"
-#include "engine/exec/rank_records.h"
-#include "engine/exec/store_records.h"
+#include "engine/exec/executor/rank_records.h"
+#include "engine/exec/weight_store/store_records.h"
 #include "engine/transport/shm/shm_control.h"
 #include "engine/transport/transport.h"
 

@@ -1,0 +1,192 @@
+#pragma once
+// Runs one rank's part of a weight-sync plan on a transport, step after step:
+//
+//   setup:   lay out and allocate the rank's buffers (train shard, staging
+//            replica, inference shard, bucket buffers), register each once,
+//            publish the descriptors through the store and import the peers'.
+//   step k:  trainers materialize version k of their shards from the seeded
+//            generator (outside the timed part), then
+//            pause (barrier) -> transfer -> verify -> bump version -> resume.
+//
+// The transfer is the update path's (update_path.h: full, sparse,
+// disk-delta, store), so this type knows no mode. Verification recomputes,
+// independently of the transfer, the XXH3 of every inference block from the
+// generator and names the first block that differs.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/core/kv_store.h"
+#include "engine/core/status.h"
+#include "engine/exec/executor/exec_hooks.h"
+#include "engine/exec/executor/exec_report.h"
+#include "engine/exec/executor/rank_layout.h"
+#include "engine/exec/executor/rank_schedule.h"
+#include "engine/exec/executor/shard_content.h"
+#include "engine/exec/executor/version_switch.h"
+#include "engine/exec/update/update_path.h"
+#include "engine/exec/weight_store/store_path.h"
+#include "engine/plan/transfer_plan.h"
+#include "engine/transport/registration.h"
+#include "engine/transport/transport.h"
+#include "traces/event.h"
+#include "workloads/weights.h"
+
+namespace tide::exec {
+
+// How an update reaches the inference shards (the plan says what goes where).
+enum class UpdateMode {
+  kFull,       // one-sided writes of the bytes (broadcast, p2p)
+  kSparse,     // p2p writes of delta blocks, applied by the target (sparse_path.h)
+  kDiskDelta,  // delta files in a shared directory (disk_delta_path.h)
+  kStore,      // versioned snapshots in the ranks' store segments (store_path.h)
+};
+
+struct ExecOptions {
+  double timeoutSeconds = 120;  // a step that makes no progress for this long fails
+  uint64_t chunkBytes = 0;      // broadcast pipelining chunk; 0 = the plan's
+  // Tests only (exec_hooks.h): poisoned targets, a corrupted shard.
+  std::shared_ptr<const ExecHooks> hooks;
+  UpdateMode mode = UpdateMode::kFull;
+  std::string deltaDir;    // kDiskDelta: the shared directory
+  uint32_t baseEvery = 8;  // kDiskDelta: a full base every K versions
+  StorePathOptions store;  // kStore (its timeout is timeoutSeconds)
+  // Asynchronous update (kFull on a p2p plan, kStore): inference ranks
+  // receive into a shadow copy while emulated generation reads the live
+  // one, and switch once every rank verified (version_switch.h).
+  bool shadowSwitch = false;
+  double generationIntervalSeconds = 0.001;  // between generation passes
+  ExecReport* report = nullptr;              // rank 0 fills it (switch, join)
+  // Resuming in a long-lived process (the soak driver's epochs: a new
+  // transport and executor after a failed update): the run starts at this
+  // version (full and store updates only) ...
+  int startVersion = 0;
+  // ... and an inference rank's shard is `resumeShard` (its live copy from
+  // before, the layout's bytes); null: the rank loads startVersion from its
+  // checkpoint (the generator), as a restarted engine does. A store run
+  // loads startVersion from the store either way.
+  const uint8_t* resumeShard = nullptr;
+  // Asked once every rank verified a step, before this rank commits it:
+  // false abandons the step (kCancelled) and the version switch keeps the
+  // previous version live. Lets a supervisor make commit all-or-nothing.
+  std::function<Result<bool>(int step)> commitGate;
+  // Polled while the transfer waits: true ends the step (kCancelled).
+  std::function<bool()> aborted;
+};
+
+struct RankStep {
+  int step = 0;
+  double tStart = 0;  // steady-clock seconds at the end of the pause barrier
+  double tEnd = 0;    // when this rank's last transfer finished
+  double verifySeconds = 0;
+  uint64_t bytesVerified = 0;  // inference-shard bytes checked against the generator
+  uint64_t bytesSent = 0;      // non-local bytes this rank sent
+  uint64_t bytesLocal = 0;
+  uint64_t bytesFull = 0;  // what a full update of the same data moves (sparse / disk-delta)
+  uint64_t bytesRead = 0;  // disk-delta: bytes read from files; store: from the store
+  uint64_t elements = 0, changed = 0;  // sparse / disk-delta: elements encoded, changed
+};
+
+// What a rank did before its first update (the plan's register steps):
+// its buffers pinned and registered with the transport, timed.
+struct SetupWork {
+  uint32_t registrations = 0;    // regions registered (one per space held, and a shadow)
+  uint64_t registeredBytes = 0;  // bytes of them
+  double registerSeconds = 0;    // inside the transport's registerRegion calls
+};
+
+class RankExecutor final : private UpdateHost {
+ public:
+  // `plan`, `layouts`, `weights`, `transport`, `store` must outlive this.
+  // The store should be private to this run (a PrefixStore).
+  static Result<std::unique_ptr<RankExecutor>> create(const plan::TransferPlan& plan,
+                                                      const std::vector<RankLayout>& layouts,
+                                                      const workloads::SyntheticWeights& weights,
+                                                      transport::Transport& transport, Store& store,
+                                                      ExecOptions options);
+  ~RankExecutor() override;
+
+  // Runs update `step` (1, 2, ...): the inference shards go from version
+  // step-1 to step. Fails on any transfer error or a block that does not
+  // verify, on any rank (all ranks return the error).
+  Result<RankStep> runStep(int step, traces::EventSink* events);
+
+  int version() const { return version_; }
+  // The complete version this rank's generation serves (-1: none yet).
+  // Without a switch, the shard's version after the last update.
+  ServedVersion serving() const;
+  // Whether this rank's inference shard holds exactly `version` (kDataLoss
+  // naming the first block that does not). Tests: no rank ends on a mix.
+  Status checkVersion(int version) const {
+    return verifyInferShard(weights_, layouts_[rank_], rank_, version, spaces_[kInferSpace].data())
+        .status();
+  }
+  const RankSchedule& schedule() const { return schedule_; }
+  const SetupWork& setupWork() const { return setupWork_; }
+  // The inference shard generation reads (empty on a trainer).
+  std::span<const uint8_t> liveShard() const;
+  // What emulated generation read since the executor started (switch only).
+  GenerationStats generationTotals();
+
+ private:
+  RankExecutor(const plan::TransferPlan& plan, const std::vector<RankLayout>& layouts,
+               const workloads::SyntheticWeights& weights, transport::Transport& transport,
+               Store& store, ExecOptions options);
+  Status setup();
+  Status registerSpaces();
+  Status checkSwitch() const;
+  void setupSwitch();
+  // The steps after every rank verified: the gate, the version, the switch.
+  Status commit(int step, RankStep& out);
+  // Allocates and registers `bytes`, the registration timed into setupWork_.
+  Result<transport::Registration> registerTimed(uint64_t bytes);
+  void switchCopies();
+  static constexpr int kInferSpace = static_cast<int>(plan::Space::kInfer);
+  // The inference shard an update writes: the shadow while a switch update runs.
+  uint8_t* buffer(plan::Space s) const {
+    if (s == plan::Space::kInfer && switch_ && switch_->updating()) return inferShadow_.data();
+    return spaces_[static_cast<int>(s)].data();
+  }
+
+  // UpdateHost
+  Buffers buffers() override;
+  uint32_t region(plan::Space s) const override { return spaces_[static_cast<int>(s)].id(); }
+  uint32_t inferTargetRegion() const override {
+    return switch_ ? inferShadow_.id() : spaces_[kInferSpace].id();
+  }
+  Status materializeTrain(int version) override;
+  Status loadStart() override;
+  Result<uint64_t> verifyTarget(int version) const override {
+    return verifyInferShard(weights_, layouts_[rank_], rank_, version, buffer(plan::Space::kInfer));
+  }
+  void beginJoin() override;
+  Status finishJoin(int version) override;
+  double epoch() const override { return epoch_; }
+
+  const plan::TransferPlan& plan_;
+  const std::vector<RankLayout>& layouts_;
+  const workloads::SyntheticWeights& weights_;
+  transport::Transport& transport_;
+  Store& store_;
+  ExecOptions options_;
+  int rank_;
+  int version_ = 0;
+  double epoch_ = 0;  // rank 0's steady clock at setup: events are relative to it
+  RankSchedule schedule_;
+  SetupWork setupWork_;
+  transport::Registration spaces_[kSpaceCount];  // the rank's buffers, registered
+  std::unique_ptr<UpdatePath> update_;
+  // Switch: the second copy of the inference shard (spaces_[kInfer] is the
+  // live one; they trade places at each switch).
+  transport::Registration inferShadow_;
+  bool startPoisoned_ = false;             // loadStart() wrote the poison pattern
+  bool serving_ = true;                    // false for a joining rank until it joined
+  GenerationStats generated_;              // taken from the switch so far
+  std::unique_ptr<VersionSwitch> switch_;  // last: its reader stops before the copies go
+};
+
+}  // namespace tide::exec

@@ -1,0 +1,315 @@
+#include "engine/exec/launch/emulated_cluster.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+#include "engine/core/clock.h"
+#include "engine/core/errno_status.h"
+#include "engine/core/fd.h"
+#include "engine/core/log.h"
+#include "engine/core/parse.h"
+#include "engine/exec/launch/host_lock.h"
+
+namespace tide::exec {
+
+namespace {
+
+// Runs argv, capturing stdout and stderr together.
+Result<std::string> capture(const std::vector<std::string>& argv, int* exitCode) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return TIDE_ERRNO("pipe2");
+  UniqueFd readEnd(fds[0]), writeEnd(fds[1]);
+  pid_t pid = fork();
+  if (pid < 0) return TIDE_ERRNO("fork");
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    dup2(fds[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  writeEnd = UniqueFd();
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(readEnd.get(), buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  *exitCode = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return out;
+}
+
+constexpr const char* kHostLock = "/run/tide-emulated-cluster.lock";
+
+Result<UniqueFd> lockHost(double waitSeconds) {
+  return lockHostFile(kHostLock, "emulated cluster", waitSeconds);
+}
+
+std::string joined(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
+  return s;
+}
+
+}  // namespace
+
+Status runTool(const std::vector<std::string>& argv) {
+  int code = 0;
+  TIDE_ASSIGN_OR_RETURN(std::string out, capture(argv, &code));
+  if (code == 0) return Status::ok();
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  if (code == 127) out = "not found (install iproute2)";
+  return TIDE_ERROR(Code::kInternal,
+                    "'" + joined(argv) + "' failed (" + std::to_string(code) + "): " + out);
+}
+
+std::string netAdminMissing() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("CapEff:", 0) != 0) continue;
+    std::string_view field(line);
+    field.remove_prefix(7);
+    while (!field.empty() && (field.front() == ' ' || field.front() == '\t'))
+      field.remove_prefix(1);
+    auto parsed = parseUnsigned(field, "CapEff", 16);
+    if (!parsed.isOk()) break;
+    const uint64_t caps = *parsed;
+    constexpr int kCapNetAdmin = 12, kCapSysAdmin = 21;
+    if (!(caps & (1ull << kCapNetAdmin)) || !(caps & (1ull << kCapSysAdmin))) {
+      return "the emulated cluster needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN to create "
+             "network namespaces)";
+    }
+    return "";
+  }
+  return "cannot read the process capabilities from /proc/self/status";
+}
+
+std::string EmulatedCluster::nodeAddress(int node) {
+  return "198.51.100." + std::to_string(10 + node);
+}
+
+std::string EmulatedCluster::nodeNamespace(const std::string& prefix, int node) {
+  return prefix + "-n" + std::to_string(node);
+}
+
+Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, double bytesPerSecond,
+                                                                 double waitSeconds) {
+  TIDE_ASSIGN_OR_RETURN(ClusterClaim claim,
+                        claimHost("emulated cluster", kHostLock, nodes, kMaxNodes, bytesPerSecond,
+                                  netAdminMissing(), Code::kPermissionDenied, "td", waitSeconds));
+  std::unique_ptr<EmulatedCluster> c(new EmulatedCluster(claim.prefix, nodes));
+  c->hostLock_ = std::move(claim.lock);
+  Status s = c->build(bytesPerSecond);
+  if (!s.isOk()) {
+    (void)c->teardown();
+    return s;
+  }
+  return c;
+}
+
+Status EmulatedCluster::build(double bytesPerSecond) {
+  up_ = true;
+  const std::string br = prefix_ + "-br";
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "netns", "add", br}));
+  namespaces_.push_back(br);
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "add", "br0", "type", "bridge"}));
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", "br0", "up"}));
+  // Host side: unshaped, for the rendezvous store.
+  const std::string h = prefix_ + "h", hb = prefix_ + "hb";
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "add", h, "type", "veth", "peer", "name", hb}));
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", hb, "netns", br}));
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", hb, "master", "br0", "up"}));
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "addr", "add", hostAddress() + "/24", "dev", h}));
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", h, "up"}));
+
+  // HTB: the rate in bit/s; a burst of ~2 ms of traffic (at least 64 KiB, one
+  // GSO segment) keeps short-term overshoot small without starving TCP.
+  const double bits = bytesPerSecond * 8;
+  const uint64_t burst =
+      std::max<uint64_t>(64 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.002));
+  const std::string rate = std::to_string(static_cast<uint64_t>(std::llround(bits))) + "bit";
+  // The leaf queue is bounded in bytes (~50 ms at the rate, at least four
+  // 64 KiB GSO segments): HTB's default leaf is a 1000-packet FIFO, which with
+  // GSO segments holds seconds of data, and the ACKs of a flow in the other
+  // direction then wait behind it, so a node that receives at line rate
+  // could hardly send (a NIC does not queue ACKs behind seconds of data).
+  const uint64_t queue =
+      std::max<uint64_t>(256 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.05));
+  bitsPerSecond_ = bits;
+  burstBytes_ = burst;
+  auto shape = [&](const std::string& ns, const std::string& dev) -> Status {
+    TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle",
+                                  "1:", "htb", "default", "10"}));
+    TIDE_RETURN_IF_ERROR(runTool({"tc",     "-n",
+                                  ns,       "class",
+                                  "add",    "dev",
+                                  dev,      "parent",
+                                  "1:",     "classid",
+                                  "1:10",   "htb",
+                                  "rate",   rate,
+                                  "ceil",   rate,
+                                  "burst",  std::to_string(burst),
+                                  "cburst", std::to_string(burst)}));
+    return runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle",
+                    "10:", "bfifo", "limit", std::to_string(queue)});
+  };
+  for (int i = 0; i < nodes_; ++i) {
+    const std::string ns = nodeNamespace(prefix_, i);
+    const std::string dev = prefix_ + "n" + std::to_string(i),
+                      peer = prefix_ + "b" + std::to_string(i);
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "netns", "add", ns}));
+    namespaces_.push_back(ns);
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "add", dev, "type", "veth", "peer", "name", peer}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", dev, "netns", ns}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", peer, "netns", br}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", ns, "link", "set", "lo", "up"}));
+    TIDE_RETURN_IF_ERROR(
+        runTool({"ip", "-n", ns, "addr", "add", nodeAddress(i) + "/24", "dev", dev}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", ns, "link", "set", dev, "up"}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", peer, "master", "br0", "up"}));
+    TIDE_RETURN_IF_ERROR(shape(ns, dev));   // node tx
+    TIDE_RETURN_IF_ERROR(shape(br, peer));  // node rx
+  }
+  return Status::ok();
+}
+
+std::vector<std::pair<std::string, std::string>> EmulatedCluster::linkEnds(int node) const {
+  return {{nodeNamespace(prefix_, node), prefix_ + "n" + std::to_string(node)},
+          {prefix_ + "-br", prefix_ + "b" + std::to_string(node)}};
+}
+
+Status EmulatedCluster::setRate(const std::string& ns, const std::string& dev,
+                                double bitsPerSecond) const {
+  const std::string rate =
+      std::to_string(std::max<uint64_t>(8, static_cast<uint64_t>(std::llround(bitsPerSecond)))) +
+      "bit";
+  const std::string burst = std::to_string(burstBytes_);
+  return runTool({"tc",     "-n", ns,        "class", "change", "dev",  dev,
+                  "parent", "1:", "classid", "1:10",  "htb",    "rate", rate,
+                  "ceil",   rate, "burst",   burst,   "cburst", burst});
+}
+
+Status EmulatedCluster::impairLink(int node, double lossPercent, double rateFraction) {
+  if (!up_ || node < 0 || node >= nodes_) {
+    return TIDE_ERROR(Code::kInvalidArgument, "emulated cluster: no node " + std::to_string(node));
+  }
+  if (!(lossPercent >= 0 && lossPercent <= 100) || !(rateFraction > 0 && rateFraction <= 1)) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "emulated cluster: loss must be in [0, 100] %, the rate fraction in (0, 1]");
+  }
+  // A packet whose random number (classic BPF's ancillary load at
+  // SKF_AD_OFF + SKF_AD_RANDOM) is below the threshold matches and goes to
+  // class 1:20, whose one-byte FIFO drops it:
+  //   ld rand; jge #threshold -> no match; ret -1 (match); ret 0.
+  const uint64_t threshold =
+      std::min<uint64_t>(0xffffffffull, static_cast<uint64_t>(lossPercent / 100 * 4294967296.0));
+  const std::string program =
+      "4,32 0 0 4294963256,53 1 0 " + std::to_string(threshold) + ",6 0 0 4294967295,6 0 0 0";
+  for (const auto& [ns, dev] : linkEnds(node)) {
+    TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "class", "add", "dev", dev, "parent",
+                                  "1:", "classid", "1:20", "htb", "rate", "8bit", "ceil", "8bit"}));
+    TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:20",
+                                  "handle", "20:", "bfifo", "limit", "1"}));
+    TIDE_RETURN_IF_ERROR(
+        runTool({"tc", "-n", ns, "filter", "add", "dev", dev, "parent", "1:", "protocol", "all",
+                 "prio", "1", "bpf", "bytecode", program, "classid", "1:20"}));
+    TIDE_RETURN_IF_ERROR(setRate(ns, dev, bitsPerSecond_ * rateFraction));
+  }
+  return Status::ok();
+}
+
+Status EmulatedCluster::restoreLink(int node) {
+  if (!up_ || node < 0 || node >= nodes_) {
+    return TIDE_ERROR(Code::kInvalidArgument, "emulated cluster: no node " + std::to_string(node));
+  }
+  // Every step is tried, so a half-impaired link (impairLink failed midway)
+  // is undone as far as it went; the rate decides the result.
+  Status first = Status::ok();
+  for (const auto& [ns, dev] : linkEnds(node)) {
+    (void)runTool({"tc", "-n", ns, "filter", "del", "dev", dev, "parent", "1:", "prio", "1"});
+    (void)runTool({"tc", "-n", ns, "class", "del", "dev", dev, "parent", "1:", "classid", "1:20"});
+    Status s = setRate(ns, dev, bitsPerSecond_);
+    if (!s.isOk() && first.isOk()) first = s;
+  }
+  return first;
+}
+
+Status EmulatedCluster::teardown() {
+  if (!up_) return Status::ok();
+  up_ = false;
+  Status first = Status::ok();
+  // Deleting a namespace deletes the veth ends in it, and so their peers.
+  for (auto it = namespaces_.rbegin(); it != namespaces_.rend(); ++it) {
+    Status s = runTool({"ip", "netns", "del", *it});
+    if (!s.isOk() && first.isOk()) first = s;
+  }
+  namespaces_.clear();
+  (void)runTool({"ip", "link", "del", prefix_ + "h"});  // gone already with its peer
+  hostLock_.reset();
+  return first;
+}
+
+EmulatedCluster::~EmulatedCluster() {
+  (void)teardown();
+}
+
+Result<int> EmulatedCluster::cleanupAll() {
+  if (std::string why = netAdminMissing(); !why.empty()) {
+    return TIDE_ERROR(Code::kPermissionDenied, why);
+  }
+  // Whatever a live run holds is not a leftover.
+  TIDE_ASSIGN_OR_RETURN(UniqueFd lock, lockHost(0));
+  int removed = 0, code = 0;
+  const std::regex nsName("^td[0-9a-f]{4}-(br|n[0-9]+)$"), linkName("^td[0-9a-f]{4}h$");
+  TIDE_ASSIGN_OR_RETURN(std::string list, capture({"ip", "netns", "list"}, &code));
+  std::istringstream in(list);
+  std::string line;
+  while (std::getline(in, line)) {
+    const std::string name = line.substr(0, line.find(' '));
+    if (!std::regex_match(name, nsName)) continue;
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "netns", "del", name}));
+    ++removed;
+  }
+  TIDE_ASSIGN_OR_RETURN(std::string links, capture({"ip", "-o", "link", "show"}, &code));
+  std::istringstream lin(links);
+  while (std::getline(lin, line)) {
+    // "12: td1a2bh@if11: <...>"
+    const size_t a = line.find(": ");
+    if (a == std::string::npos) continue;
+    std::string name = line.substr(a + 2);
+    name = name.substr(0, name.find_first_of("@:"));
+    if (!std::regex_match(name, linkName)) continue;
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "del", name}));
+    ++removed;
+  }
+  return removed;
+}
+
+Status enterNamespace(const std::string& name) {
+  const std::string path = "/run/netns/" + name;
+  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return TIDE_ERRNO("open " + path);
+  if (setns(fd.get(), CLONE_NEWNET) != 0) return TIDE_ERRNO("setns " + path);
+  return Status::ok();
+}
+
+}  // namespace tide::exec

@@ -1,0 +1,241 @@
+#include "engine/exec/update/transfer_loop.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+#include "engine/core/clock.h"
+#include "engine/exec/executor/rank_executor.h"
+
+namespace tide::exec {
+
+using plan::Space;
+
+namespace {
+
+uint64_t sbKey(uint32_t stage, uint32_t bucket) {
+  return (static_cast<uint64_t>(stage) << 32) | bucket;
+}
+
+}  // namespace
+
+Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int step,
+                       traces::EventSink* events, RankStep& out) {
+  const RankSchedule& s = env.schedule;
+  const plan::TransferPlan& tp = env.plan;
+  const ExecOptions& opt = env.options;
+  transport::Transport& net = env.transport;
+  const int rank = env.rank;
+  const double epoch = host.epoch();
+  const auto buffers = host.buffers();
+  auto now = [] { return nowSeconds(); };
+  std::vector<uint64_t> wire(s.out.size(), 0);  // bytes each group put on the wire
+  // Outstanding work this rank receives or does locally, per (stage, bucket) and per stage.
+  std::unordered_map<uint64_t, int64_t> pending;
+  std::vector<int64_t> stagePending(tp.stages.size(), 0);
+  std::unordered_map<uint64_t, std::vector<char>> hopArrived;  // (stage, bucket) -> per chunk
+  for (const auto& u : s.in) {
+    ++pending[sbKey(u.stage, u.bucket)];
+    ++stagePending[u.stage];
+    if (u.hop) {
+      auto& v = hopArrived[sbKey(u.stage, u.bucket)];
+      if (v.size() <= u.chunk) v.resize(u.chunk + 1, 0);
+    }
+  }
+  for (const auto& t : s.local) {
+    ++pending[sbKey(t.stage, t.bucket)];
+    ++stagePending[t.stage];
+  }
+  auto depsMet = [&](uint32_t stage, uint32_t bucket) {
+    for (const auto& d : tp.stages[stage].deps) {
+      if (d.perBucket) {
+        auto it = pending.find(sbKey(d.stage, bucket));
+        if (it != pending.end() && it->second > 0) return false;
+      } else if (stagePending[d.stage] > 0) {
+        return false;
+      }
+    }
+    return true;
+  };
+  auto landed = [&](uint32_t stage, uint32_t bucket) {
+    --pending[sbKey(stage, bucket)];
+    --stagePending[stage];
+  };
+  auto emit = [&](double t0, double t1, int src, int dst, uint64_t bytes, uint32_t stage,
+                  traces::EventPath path) -> Status {
+    if (!events) return Status::ok();
+    traces::Event e;
+    e.tStart = t0 - epoch;
+    e.tEnd = t1 - epoch;
+    e.src = src;
+    e.dst = dst;
+    e.bytes = bytes;
+    e.stage = static_cast<int32_t>(stage);
+    e.step = step;
+    e.path = path;
+    return events->append(e);
+  };
+
+  struct Flight {
+    size_t group;
+    transport::BatchId id;
+    double t0;
+  };
+  std::vector<Flight> flights;
+  // An early return (a failed check, a timeout) must not leave our batches
+  // reading buffers that are freed next (asan: use-after-free in a tcp send).
+  struct DrainFlights {
+    transport::Transport& transport;
+    std::vector<Flight>& flights;
+    double timeoutSeconds;
+    ~DrainFlights() {
+      for (const Flight& f : flights) (void)transport.wait(f.id, timeoutSeconds);
+    }
+  } drain{net, flights, opt.timeoutSeconds};
+  std::vector<char> started(s.out.size(), 0), done(s.local.size(), 0), arrived(s.in.size(), 0);
+  size_t leftOut = s.out.size(), leftLocal = s.local.size(), leftIn = s.in.size();
+  size_t firstOut = 0, firstLocal = 0;  // everything before these has started / run
+  std::vector<transport::Request> reqs;
+  bool dirty = true;
+  double lastProgress = now();
+  // How long an idle round blocks: doubled while nothing moves (up to 2 ms),
+  // so that many ranks on few cores leave the CPU to the threads that move
+  // bytes; an arrival still wakes the wait at once.
+  double idleWait = 0.0002;
+
+  while (leftOut > 0 || leftLocal > 0 || leftIn > 0) {
+    bool progress = false;
+    if (dirty) {
+      dirty = false;
+      for (size_t i = firstLocal; i < s.local.size(); ++i) {
+        const LocalTask& t = s.local[i];
+        if (done[i] || !depsMet(t.stage, t.bucket)) continue;
+        const double t0 = now();
+        const uint8_t* src = buffers[static_cast<int>(t.srcSpace)];
+        uint8_t* dst = buffers[static_cast<int>(t.dstSpace)];
+        TIDE_RETURN_IF_ERROR(t.run(tp, src, dst));
+        done[i] = 1;
+        --leftLocal;
+        out.bytesLocal += t.bytes;
+        landed(t.stage, t.bucket);
+        TIDE_RETURN_IF_ERROR(
+            emit(t0, now(), rank, rank, t.bytes, t.stage, traces::EventPath::kHostMem));
+        dirty = progress = true;
+      }
+      while (firstLocal < s.local.size() && done[firstLocal]) ++firstLocal;
+      for (size_t i = firstOut; i < s.out.size(); ++i) {
+        const OutGroup& g = s.out[i];
+        if (started[i] || !depsMet(g.stage, g.bucket)) continue;
+        if (g.hop) {
+          auto it = hopArrived.find(sbKey(g.stage, g.bucket));
+          if (it != hopArrived.end() && !it->second[g.chunk]) continue;
+        }
+        if (g.runs.empty()) {
+          return TIDE_ERROR(Code::kInternal, "exec: empty transfer group");
+        }
+        reqs.clear();
+        TIDE_RETURN_IF_ERROR(io.requests(i, step, reqs));
+        for (const auto& q : reqs) wire[i] += q.length;
+        // The immediate comes last: requests to one peer land in order.
+        reqs.back().op = transport::Op::kWriteWithImm;
+        reqs.back().imm = g.unit;
+        const double t0 = now();
+        auto id = net.submit(reqs);
+        if (!id.isOk()) {
+          return id.status().withContext("exec: rank " + std::to_string(rank) + " -> " +
+                                         std::to_string(g.peer) + " stage " +
+                                         tp.stages[g.stage].name);
+        }
+        flights.push_back(Flight{i, *id, t0});
+        started[i] = 1;
+        progress = true;
+      }
+      while (firstOut < s.out.size() && started[firstOut]) ++firstOut;
+    }
+    auto finish = [&](size_t k) -> Status {
+      const OutGroup& g = s.out[flights[k].group];
+      const uint64_t bytes = wire[flights[k].group];
+      TIDE_RETURN_IF_ERROR(emit(flights[k].t0, now(), rank, g.peer, bytes, g.stage, env.path));
+      out.bytesSent += bytes;
+      --leftOut;
+      flights[k] = flights.back();
+      flights.pop_back();
+      return Status::ok();
+    };
+    auto failed = [&](size_t k, const Status& st) {
+      const OutGroup& g = s.out[flights[k].group];
+      return st.withContext("exec: write rank " + std::to_string(rank) + " -> " +
+                            std::to_string(g.peer) + " (stage " + tp.stages[g.stage].name +
+                            ", bucket " + std::to_string(g.bucket) + ")");
+    };
+    for (size_t k = 0; k < flights.size();) {
+      auto r = net.test(flights[k].id);
+      if (!r.isOk()) return failed(k, r.status());
+      if (!*r) {
+        ++k;
+        continue;
+      }
+      TIDE_RETURN_IF_ERROR(finish(k));
+      progress = true;
+    }
+    // Arrivals: block briefly only when nothing else moved.
+    double wait = progress ? 0.0 : (flights.empty() && leftIn > 0 ? 0.005 : idleWait);
+    while (leftIn > 0) {
+      auto n = net.waitNotification(wait);
+      if (!n.isOk()) {
+        if (n.status().code() == Code::kTimeout) break;
+        return n.status().withContext("exec: rank " + std::to_string(rank) + " waiting");
+      }
+      wait = 0;
+      if (n->imm >= s.in.size() || arrived[n->imm] || s.in[n->imm].src != n->peer) {
+        return TIDE_ERROR(Code::kDataLoss,
+                          "exec: rank " + std::to_string(rank) + " got an unexpected immediate " +
+                              std::to_string(n->imm) + " from rank " + std::to_string(n->peer));
+      }
+      const InUnit& u = s.in[n->imm];
+      TIDE_RETURN_IF_ERROR(io.arrived(n->imm));
+      arrived[n->imm] = 1;
+      --leftIn;
+      landed(u.stage, u.bucket);
+      if (u.hop) hopArrived[sbKey(u.stage, u.bucket)][u.chunk] = 1;
+      dirty = progress = true;
+    }
+    if (!flights.empty() && !progress && leftIn == 0) {
+      // Only our own batches remain: let the transport finish them (a
+      // finished batch is forgotten by wait(), so it is complete here).
+      Status w = net.wait(flights.front().id, std::max(idleWait, 0.0005));
+      if (w.isOk()) {
+        TIDE_RETURN_IF_ERROR(finish(0));
+        progress = true;
+      } else if (w.code() != Code::kTimeout) {
+        return failed(0, w);
+      }
+    }
+    const double t = now();
+    idleWait = progress ? 0.0002 : std::min(2 * idleWait, 0.002);
+    if (progress) {
+      lastProgress = t;
+    } else if (opt.aborted && opt.aborted()) {
+      return TIDE_ERROR(Code::kCancelled, "exec: rank " + std::to_string(rank) +
+                                              ": the update was aborted while it waited");
+    } else if (t - lastProgress > opt.timeoutSeconds) {
+      std::string what;
+      for (size_t i = 0; i < s.in.size(); ++i) {
+        if (!arrived[i]) {
+          what = "; first missing: stage " + tp.stages[s.in[i].stage].name + " bucket " +
+                 std::to_string(s.in[i].bucket) + " from rank " + std::to_string(s.in[i].src);
+          break;
+        }
+      }
+      return TIDE_ERROR(Code::kTimeout,
+                        "exec: rank " + std::to_string(rank) + " made no progress for " +
+                            std::to_string(opt.timeoutSeconds) + " s (" +
+                            std::to_string(flights.size()) + " batches in flight, " +
+                            std::to_string(leftIn) + " arrivals and " + std::to_string(leftLocal) +
+                            " local tasks pending" + what + ")");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace tide::exec
