@@ -84,6 +84,7 @@ std::string TrainLayout::toString() const {
   std::string s = "tp=" + std::to_string(tp) + ",pp=" + std::to_string(pp) +
                   ",cp=" + std::to_string(cp) + ",ep=" + std::to_string(ep) +
                   ",etp=" + std::to_string(etp) + ",dp=" + std::to_string(dp);
+  if (fsdp > 1) s += ",fsdp=" + std::to_string(fsdp);
   if (!stageLayers.empty()) {
     s += ",stages=";
     for (size_t i = 0; i < stageLayers.size(); ++i) {
@@ -129,7 +130,8 @@ double inferFraction(const TensorSpec& t, const InferLayout& l) {
 
 Result<TrainLayout> parseTrainLayout(std::string_view text) {
   TIDE_ASSIGN_OR_RETURN(
-      auto kv, parseKv(text, {"tp", "pp", "cp", "ep", "etp", "dp", "stages"}, "training layout"));
+      auto kv,
+      parseKv(text, {"tp", "pp", "cp", "ep", "etp", "dp", "fsdp", "stages"}, "training layout"));
   TrainLayout l;
   TIDE_ASSIGN_OR_RETURN(l.tp, parseDegree(kv, "tp"));
   TIDE_ASSIGN_OR_RETURN(l.pp, parseDegree(kv, "pp"));
@@ -137,6 +139,7 @@ Result<TrainLayout> parseTrainLayout(std::string_view text) {
   TIDE_ASSIGN_OR_RETURN(l.ep, parseDegree(kv, "ep"));
   TIDE_ASSIGN_OR_RETURN(l.etp, parseDegree(kv, "etp"));
   TIDE_ASSIGN_OR_RETURN(l.dp, parseDegree(kv, "dp"));
+  TIDE_ASSIGN_OR_RETURN(l.fsdp, parseDegree(kv, "fsdp"));
   if (auto it = kv.find("stages"); it != kv.end()) {
     std::string_view s = it->second;
     size_t pos = 0;
@@ -203,7 +206,7 @@ int stageOfLayer(const TrainLayout& l, int layers, int layer) {
 }
 
 Status validate(const TrainLayout& l, const ModelSpec& m, int worldSize) {
-  for (int d : {l.tp, l.pp, l.cp, l.ep, l.etp, l.dp}) {
+  for (int d : {l.tp, l.pp, l.cp, l.ep, l.etp, l.dp, l.fsdp}) {
     if (d < 1) return badLayout("training layout " + l.toString() + ": degrees must be >= 1");
   }
   const std::string where = "training layout " + l.toString() + " for " + m.name + ": ";
@@ -223,6 +226,14 @@ Status validate(const TrainLayout& l, const ModelSpec& m, int worldSize) {
   if ((l.tp * l.cp * l.dp) % (l.etp * l.ep) != 0) {
     return badLayout(where + "etp*ep = " + std::to_string(l.etp * l.ep) +
                      " does not divide tp*cp*dp = " + std::to_string(l.tp * l.cp * l.dp));
+  }
+  if (l.dp % l.fsdp != 0) {
+    return badLayout(where + "fsdp=" + std::to_string(l.fsdp) +
+                     " does not divide dp=" + std::to_string(l.dp));
+  }
+  if (m.isMoe() && l.fsdp > 1 && l.edp() % l.expertFsdp() != 0) {
+    return badLayout(where + "fsdp=" + std::to_string(l.fsdp) +
+                     " does not divide the expert-DP degree " + std::to_string(l.edp()));
   }
   if (l.pp > m.layers) {
     return badLayout(where + "pp=" + std::to_string(l.pp) + " exceeds " + std::to_string(m.layers) +
@@ -334,6 +345,22 @@ Box tpSlice(const TensorSpec& t, int rank, int size) {
   return b;
 }
 
+namespace {
+
+// FSDP2's Shard(0) of a rank's slice: chunk `idx` of `n`, ceil(len/n) rows
+// each; the last chunks may be short or empty.
+Box fsdpSlice(Box b, int idx, int n) {
+  if (n <= 1 || b.rank() == 0) return b;
+  const uint64_t len = b.hi[0] - b.lo[0];
+  const uint64_t chunk = (len + static_cast<uint64_t>(n) - 1) / static_cast<uint64_t>(n);
+  const uint64_t lo = std::min(b.hi[0], b.lo[0] + chunk * static_cast<uint64_t>(idx));
+  b.hi[0] = std::min(b.hi[0], lo + chunk);
+  b.lo[0] = lo;
+  return b;
+}
+
+}  // namespace
+
 std::vector<Shard> trainShards(const ModelInventory& inv, const TrainLayout& l, int trainRank) {
   const TrainCoord c = trainCoord(l, trainRank);
   const int lastStage = l.pp - 1;
@@ -352,9 +379,12 @@ std::vector<Shard> trainShards(const ModelInventory& inv, const TrainLayout& l, 
     if (stage != c.pp) continue;
     if (t.kind == TensorKind::kRoutedExpert) {
       if (t.expert / perEp != c.ep) continue;
-      out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.etp, l.etp)});
+      const int f = l.expertFsdp();
+      Box b = fsdpSlice(tpSlice(t, c.etp, l.etp), c.edp % f, f);
+      if (!b.empty()) out.push_back({static_cast<uint32_t>(i), std::move(b)});
     } else {
-      out.push_back({static_cast<uint32_t>(i), tpSlice(t, c.tp, l.tp)});
+      Box b = fsdpSlice(tpSlice(t, c.tp, l.tp), c.dp % l.fsdp, l.fsdp);
+      if (!b.empty()) out.push_back({static_cast<uint32_t>(i), std::move(b)});
     }
   }
   return out;

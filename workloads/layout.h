@@ -46,6 +46,14 @@ namespace tide::workloads {
 
 struct TrainLayout {
   int tp = 1, pp = 1, cp = 1, ep = 1, etp = 1, dp = 1;
+  // FSDP / HSDP: a rank's slice of each parameter (after TP or ETP) is
+  // sharded again, along dim 0 in chunks of ceil(n/fsdp) (FSDP2's Shard(0)),
+  // over `fsdp` ranks of its data-parallel group, and replicated over the
+  // dp/fsdp such groups (HSDP when fsdp < dp, FSDP when fsdp = dp). Non-expert
+  // tensors shard over fsdp consecutive dp coordinates; routed experts over
+  // min(fsdp, edp) consecutive expert-DP coordinates. 1 = no sharding
+  // (Megatron's replicated data parallelism).
+  int fsdp = 1;
   // Decoder layers per pipeline stage; empty = default split: every stage but
   // the last gets ceil(L/PP), the last gets the rest (61 layers, PP8 ->
   // 8,8,8,8,8,8,8,5).
@@ -53,6 +61,8 @@ struct TrainLayout {
 
   int worldSize() const { return tp * pp * cp * dp; }
   int edp() const { return (tp * cp * dp) / (etp * ep); }
+  // The FSDP shard group of a routed expert's slice: min(fsdp, edp).
+  int expertFsdp() const { return fsdp < edp() ? fsdp : edp(); }
   std::string toString() const;
 };
 
@@ -89,7 +99,8 @@ struct InferCoord {
   int ep = 0;                 // expert-parallel rank
 };
 
-// "tp=8,pp=8,cp=4,ep=32[,etp=1][,dp=1][,stages=8:8:8:8:8:8:8:5]"; missing keys are 1.
+// "tp=8,pp=8,cp=4,ep=32[,etp=1][,dp=1][,fsdp=1][,stages=8:8:8:8:8:8:8:5]"; missing
+// keys are 1.
 Result<TrainLayout> parseTrainLayout(std::string_view text);
 // "engines=8,tp=32,ep=32,dp_attn=8[,dp_lm_head=1][,dense_tp=1]"; missing keys
 // are 1 (dp_lm_head: 0, dense_tp: the engine's tp).

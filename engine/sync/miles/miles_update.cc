@@ -207,7 +207,7 @@ StepId finish(Ctx& x, StepId allDone, double endRounds) {
 }
 
 Result<plan::TransferPlan> beginPlan(const SyncProblem& pr, std::string_view strategy,
-                                     ModelShares& shares) {
+                                     ModelShares& shares, bool fsdpLayouts) {
   if (!pr.base || !pr.model || !pr.train || !pr.infer || !pr.cluster)
     return TIDE_ERROR(Code::kInvalidArgument,
                       std::string(strategy) + ": needs the model, both layouts and the cluster");
@@ -216,6 +216,12 @@ Result<plan::TransferPlan> beginPlan(const SyncProblem& pr, std::string_view str
     return TIDE_ERROR(Code::kInvalidArgument, std::string(strategy) + ": the base plan has " +
                                                   std::to_string(pr.base->ranks.size()) +
                                                   " ranks, the layouts " + std::to_string(want));
+  if (pr.train->fsdp > 1 && !fsdpLayouts)
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      std::string(strategy) +
+                          " models Megatron's replicated data parallelism; a layout sharded by "
+                          "FSDP (fsdp=" +
+                          std::to_string(pr.train->fsdp) + ") is not modelled");
   if (pr.options.fp8Wire && pr.model->inferDtype != workloads::DType::kFP8E4M3)
     return TIDE_ERROR(Code::kInvalidArgument,
                       std::string(strategy) + ": fp8 on the wire but the model serves bf16");

@@ -112,9 +112,11 @@ StepId finish(Ctx& x, StepId allDone, double endRounds);
 // Checks the problem, computes the shares (into `shares`) and starts the
 // plan: its ranks, parameters and the model's bytes as sent. makeCtx sets
 // the step buckets (`exact`: every real bucket kept) and the shape fields;
-// openRounds adds the control rounds that open the update.
+// openRounds adds the control rounds that open the update. A training
+// layout sharded by FSDP (fsdp > 1) is refused unless `fsdpLayouts`: the
+// Megatron models gather over TP and EP only.
 Result<plan::TransferPlan> beginPlan(const SyncProblem& pr, std::string_view strategy,
-                                     ModelShares& shares);
+                                     ModelShares& shares, bool fsdpLayouts = false);
 Ctx makeCtx(const SyncProblem& pr, const ModelShares& shares, plan::TransferPlan& p, bool exact);
 StepId openRounds(Ctx& x);
 
