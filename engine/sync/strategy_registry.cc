@@ -18,7 +18,7 @@ std::unique_ptr<Strategy> make() {
 }
 
 // Sized: deliveries over another plan point into the table itself.
-constexpr StrategyDescriptor kTable[10] = {
+constexpr StrategyDescriptor kTable[13] = {
     {
         .name = "broadcast",
         .summary = "gather to each pipeline stage head, chain-broadcast buckets to every "
@@ -97,6 +97,17 @@ constexpr StrategyDescriptor kTable[10] = {
         .make = make<designs::CheckpointEngineStrategy>,
     },
     {
+        .name = "checkpoint-engine-p2p",
+        .summary = "MoonshotAI checkpoint-engine, P2P mode (as verl's kimi_ckpt_engine): "
+                   "trainers offload and register their share, inference ranks pull buckets by "
+                   "RDMA, then NCCL broadcast and CUDA-IPC reload",
+        .models = "MoonshotAI checkpoint-engine (P2P, Mooncake transfer engine) under verl",
+        .profile = "checkpoint-engine-p2p",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<designs::CheckpointEngineP2pStrategy>,
+    },
+    {
         .name = "verl-nccl",
         .summary = "verl's NCCL checkpoint engine: trainers gather each bucket, one rank "
                    "NCCL-broadcasts double-buffered buckets to every inference rank",
@@ -105,6 +116,29 @@ constexpr StrategyDescriptor kTable[10] = {
         .delivery = Delivery::kModel,
         .input = PlanInput::kCounts,
         .make = make<designs::VerlNcclStrategy>,
+    },
+    {
+        .name = "verl-nixl",
+        .summary = "verl's NIXL checkpoint engine: trainers gather each bucket, trainer rank 0 "
+                   "and the inference ranks pass it down a line of whole-bucket RDMA reads "
+                   "(two buffers each)",
+        .models = "verl (checkpoint engine, nixl backend: UCX, UCCL or Mooncake) + vLLM/SGLang",
+        .profile = "verl",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<designs::VerlNixlStrategy>,
+    },
+    {
+        .name = "static-schedule",
+        .summary = "a static schedule computed once: per-parameter full_tensor() in FSDP/HSDP "
+                   "meshes, balanced senders RDMA-WRITE each receiver's slice from GPU memory, "
+                   "pipelined under a memory watermark, a barrier between mesh groups",
+        .models = "\"Weight Transfer for RL Post-Training in under 2 seconds\" (FSDP training, "
+                  "RDMA WRITE into the engines' GPU memory)",
+        .profile = "static-schedule",
+        .delivery = Delivery::kModel,
+        .input = PlanInput::kCounts,
+        .make = make<designs::StaticScheduleStrategy>,
     },
 };
 

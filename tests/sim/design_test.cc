@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -125,6 +126,42 @@ TEST(DesignTest, CheckpointEngineBroadcastsTheWholeModelToEveryInferenceRank) {
   EXPECT_NEAR(total, c.all * (I - 1), c.all * 1e-9);
 }
 
+TEST(DesignTest, CheckpointEngineP2pPullsEachBucketOnceThenBroadcastsIt) {
+  Scenario sc = small();
+  sc.strategy.maxSimBuckets = 1 << 20;
+  plan::TransferPlan p = planOf(sc, "checkpoint-engine-p2p");
+  RankBytes b = bytesOf(p);
+  Independent c = countFromInventory(sc);
+  const uint32_t T = static_cast<uint32_t>(sc.train.worldSize());
+  const int I = sc.infer.worldSize();
+  // Every rank pulls 1/I of the model from the training side's host memory
+  // and receives the other ranks' buckets by the broadcast: the whole model.
+  for (int i = 0; i < I; ++i)
+    EXPECT_NEAR(b.received[T + i], c.all, c.all * 1e-9) << "inference rank " << i;
+  // The training ranks serve the pulls, each its 1/T share (16 ranks, 16
+  // pullers a round: the owners go round evenly).
+  for (uint32_t r = 0; r < T; ++r) {
+    EXPECT_NEAR(b.sent[r], c.all / T, c.all * 1e-9) << "training rank " << r;
+    EXPECT_EQ(b.received[r], 0) << "training rank " << r;
+  }
+}
+
+TEST(DesignTest, VerlNixlPassesEveryBucketDownTheLine) {
+  Scenario sc = small();
+  plan::TransferPlan p = planOf(sc, "verl-nixl");
+  RankBytes b = bytesOf(p);
+  Independent c = countFromInventory(sc);
+  const uint32_t T = static_cast<uint32_t>(sc.train.worldSize());
+  const int I = sc.infer.worldSize();
+  for (int i = 0; i < I; ++i) {
+    EXPECT_NEAR(b.received[T + i], c.all, c.all * 1e-9) << "inference rank " << i;
+    // Each passes the whole model on, but the last in the line.
+    const double want = i + 1 < I ? c.all : 0;
+    EXPECT_NEAR(b.sent[T + i], want, c.all * 1e-9) << "inference rank " << i;
+  }
+  EXPECT_NEAR(b.sent[0], c.all, c.all * 1e-9);
+}
+
 TEST(DesignTest, VerlBroadcastsEveryByteFromOneRank) {
   Scenario sc = small();
   plan::TransferPlan p = planOf(sc, "verl-nccl");
@@ -146,13 +183,98 @@ TEST(DesignTest, VerlBroadcastsEveryByteFromOneRank) {
   EXPECT_NEAR(b.received[0], stage1, stage1 * 1e-9);
 }
 
+// Qwen3-30B-A3B trained by FSDP+EP on 2 nodes (non-expert parameters
+// sharded over 8 ranks, two HSDP replicas; experts EP8, sharded over their 2
+// expert-DP ranks) -> 4 engines of TP4 EP4.
+Scenario fsdpScenario() {
+  std::string text = scenarioText("engines=4,tp=4,ep=4", 2);
+  const std::string from = "tp=4,pp=2,ep=8,dp=2";
+  text.replace(text.find(from), from.size(), "dp=16,fsdp=8,ep=8");
+  return load(text);
+}
+
+TEST(DesignTest, FsdpLayoutShardsEveryParameterOverItsShardGroup) {
+  Scenario sc = fsdpScenario();
+  workloads::ModelInventory inv = workloads::buildInventory(sc.model);
+  double nonExpert = 0, expert = 0;
+  for (const auto& t : inv.tensors)
+    (t.kind == workloads::TensorKind::kRoutedExpert ? expert : nonExpert) +=
+        static_cast<double>(t.numel());
+  double held = 0;
+  for (int r = 0; r < sc.train.worldSize(); ++r)
+    for (const auto& sh : workloads::trainShards(inv, sc.train, r))
+      held += static_cast<double>(sh.box.volume());
+  // Non-expert: two HSDP replicas of the model over 16 ranks; experts: each
+  // EP rank's experts once, sharded over its two expert-DP ranks.
+  EXPECT_DOUBLE_EQ(held, 2 * nonExpert + expert);
+  // The embedding's rows, in 8 distinct chunks over ranks 0-7 (one shard
+  // group) and again over ranks 8-15.
+  std::map<uint64_t, int> chunks;
+  for (int r = 0; r < sc.train.worldSize(); ++r)
+    for (const auto& sh : workloads::trainShards(inv, sc.train, r))
+      if (inv.tensors[sh.tensor].kind == workloads::TensorKind::kEmbedding) ++chunks[sh.box.lo[0]];
+  EXPECT_EQ(chunks.size(), 8u);
+  for (const auto& [lo, n] : chunks) EXPECT_EQ(n, 2) << "rows from " << lo;
+  EXPECT_EQ(sc.train.toString(), "tp=1,pp=1,cp=1,ep=8,etp=1,dp=16,fsdp=8");
+  // Refused where the sharding does not divide, and by the Megatron models.
+  auto bad = workloads::parseTrainLayout("dp=16,fsdp=3");
+  ASSERT_TRUE(bad.isOk());
+  EXPECT_FALSE(workloads::validate(*bad, sc.model).isOk());
+  auto d = sync::findStrategy("nemo-rl-nccl");
+  ASSERT_TRUE(d.isOk());
+  auto p = harness::scenarioPlan(sc, **d);
+  ASSERT_FALSE(p.isOk());
+  EXPECT_NE(p.status().message().find("FSDP"), std::string::npos) << p.status().toString();
+}
+
+TEST(DesignTest, StaticScheduleWritesEachInferenceRankExactlyItsSlices) {
+  Scenario sc = fsdpScenario();
+  plan::TransferPlan p = planOf(sc, "static-schedule");
+  RankBytes b = bytesOf(p);
+  Independent c = countFromInventory(sc);
+  workloads::ModelInventory inv = workloads::buildInventory(sc.model);
+  const uint32_t T = static_cast<uint32_t>(sc.train.worldSize());
+  double received = 0;
+  for (int i = 0; i < sc.infer.worldSize(); ++i) {
+    double want = 0;
+    for (const auto& sh : workloads::inferShards(inv, sc.infer, i))
+      want += static_cast<double>(sh.box.volume()) * kWireBytesPerElement;
+    EXPECT_NEAR(b.received[T + i], want, want * 1e-9) << "inference rank " << i;
+    EXPECT_EQ(b.sent[T + i], 0) << "inference rank " << i;
+    received += want;
+  }
+  // Every byte leaves a training rank once; the routing table spreads the
+  // senders' bytes evenly over all 16 ranks.
+  double sent = 0, most = 0;
+  for (uint32_t r = 0; r < T; ++r) {
+    EXPECT_EQ(b.received[r], 0) << "training rank " << r;
+    sent += b.sent[r];
+    most = std::max(most, b.sent[r]);
+  }
+  EXPECT_NEAR(sent, received, received * 1e-9);
+  EXPECT_LT(most, 1.1 * sent / T);
+  // full_tensor(): every parameter all-gathered once per shard group that
+  // holds it: the non-expert ones in both HSDP replicas, each expert once.
+  double gathered = 0;
+  for (const auto& s : p.work.steps)
+    if (s.kind == StepKind::kAllGather) gathered += s.bytes;  // training dtype: BF16
+  double want = 0;
+  for (const auto& t : inv.tensors)
+    want += static_cast<double>(t.numel()) * kWireBytesPerElement *
+            (t.kind == workloads::TensorKind::kRoutedExpert ? 1 : 2);
+  EXPECT_NEAR(gathered, want, want * 1e-9);
+}
+
 TEST(DesignTest, EachStrategyIsPricedByItsOwnProfileUnlessTheScenarioNamesOne) {
   Scenario sc = load(scenarioText("engines=4,tp=4,ep=4", 2, "[calibration]\nhost_op_us = 7\n"));
   for (auto [name, profile] : {std::pair{"p2p", "tide"},
                                {"miles-p2p", "miles"},
                                {"nemo-rl-nccl", "nemo-rl"},
                                {"checkpoint-engine", "checkpoint-engine"},
-                               {"verl-nccl", "verl"}}) {
+                               {"verl-nccl", "verl"},
+                               {"verl-nixl", "verl"},
+                               {"checkpoint-engine-p2p", "checkpoint-engine-p2p"},
+                               {"static-schedule", "static-schedule"}}) {
     auto d = sync::findStrategy(name);
     ASSERT_TRUE(d.isOk());
     auto priced = harness::pricedScenario(sc, **d);

@@ -1,4 +1,4 @@
-// verl-nccl (design_strategies.h).
+// verl-nccl and verl-nixl (design_strategies.h).
 
 #include <algorithm>
 #include <cmath>
@@ -14,11 +14,19 @@ constexpr double kOpenRounds = 1;
 constexpr double kCloseRounds = 1;
 constexpr int kBuffers = 2;  // double buffering: packing b waits for b-2's broadcast
 
-}  // namespace
+// NIXL mode: the agents in a line, trainer rank 0 first, then every
+// inference rank in order; each reads a whole bucket from the one before
+// it into its receive buffer (one read at a time), swaps its two buffers,
+// offers the bucket to the next and hands it to its engine
+// (verl/checkpoint_engine/nixl_checkpoint_engine.py).
+struct Ring {
+  std::vector<std::vector<StepId>> hop;  // [bucket][k]: inference rank k's read of it
+};
 
-Result<plan::TransferPlan> VerlNcclStrategy::makePlan(const SyncProblem& pr) const {
+Result<plan::TransferPlan> verlPlan(const SyncProblem& pr, std::string_view name, bool nixl) {
   miles::ModelShares shares;
-  TIDE_ASSIGN_OR_RETURN(plan::TransferPlan p, miles::beginPlan(pr, name(), shares));
+  TIDE_ASSIGN_OR_RETURN(plan::TransferPlan p,
+                        miles::beginPlan(pr, name, shares, /*fsdpLayouts=*/true));
   Ctx x = miles::makeCtx(pr, shares, p, /*exact=*/true);
   auto& g = x.g;
   x.k = 1;
@@ -26,7 +34,7 @@ Result<plan::TransferPlan> VerlNcclStrategy::makePlan(const SyncProblem& pr) con
   const uint16_t sGather = g.stage("gather");
   const uint16_t sToRoot = g.stage("pp_to_root");
   const uint16_t sPack = g.stage("pack");
-  const uint16_t sBcast = g.stage("broadcast");
+  const uint16_t sBcast = g.stage(nixl ? "ring_read" : "broadcast");
   const uint16_t sLoad = g.stage("engine_load");
   const auto& tl = *pr.train;
   const auto& il = *pr.infer;
@@ -37,6 +45,8 @@ Result<plan::TransferPlan> VerlNcclStrategy::makePlan(const SyncProblem& pr) con
   StepId start = g.add(plan::StepKind::kControlRound, x.inferBase, kOpenRounds, sRounds);
   StepId prevGather = start, prevBc = start;
   std::vector<StepId> bcs, loads;
+  Ring ring;
+  std::vector<std::vector<StepId>> rankLoads;  // NIXL: [bucket][agent k >= 1], its engine load
   StepId allDone = g.join();
   // The tensors stream stage by stage; one rank sends them all.
   for (int s = 0; s < tl.pp; ++s) {
@@ -73,22 +83,56 @@ Result<plan::TransferPlan> VerlNcclStrategy::makePlan(const SyncProblem& pr) con
       }
       StepId pack = g.add(miles::sizedStep(plan::StepKind::kDevicePass, root, wire, sPack));
       g.dep(atRoot, pack);
-      // Two buffers on each side: bucket b reuses bucket b-2's, free once
-      // its broadcast left the sender and every engine loaded it.
       const size_t n = bcs.size();
-      if (n >= static_cast<size_t>(kBuffers)) g.dep(bcs[n - kBuffers], pack);
-      StepId ready = g.join();
-      if (n >= static_cast<size_t>(kBuffers)) g.dep(loads[n - kBuffers], ready);
-      g.dep(pack, ready);
-      g.dep(prevBc, ready);
-      StepId bc = miles::chainBroadcast(x, root, receivers, wire, ready, sBcast);
       const double frac = 1.0 / nb;
       StepId loaded = g.join();
-      for (int e = 0; e < il.engines; ++e) {
-        StepId ld =
-            engineLoad(x, x.inferBase + static_cast<uint32_t>(e * il.tp), sb.loadTensors * frac,
-                       sb.keptLoadTensors * frac, sb.scanSteps * frac, sb.share * frac, bc, sLoad);
-        g.dep(ld, loaded);
+      StepId bc;
+      if (!nixl) {
+        // Two buffers on each side: bucket b reuses bucket b-2's, free once
+        // its broadcast left the sender and every engine loaded it.
+        if (n >= static_cast<size_t>(kBuffers)) g.dep(bcs[n - kBuffers], pack);
+        StepId ready = g.join();
+        if (n >= static_cast<size_t>(kBuffers)) g.dep(loads[n - kBuffers], ready);
+        g.dep(pack, ready);
+        g.dep(prevBc, ready);
+        bc = miles::chainBroadcast(x, root, receivers, wire, ready, sBcast);
+        for (int e = 0; e < il.engines; ++e) {
+          StepId ld = engineLoad(x, x.inferBase + static_cast<uint32_t>(e * il.tp),
+                                 sb.loadTensors * frac, sb.keptLoadTensors * frac,
+                                 sb.scanSteps * frac, sb.share * frac, bc, sLoad);
+          g.dep(ld, loaded);
+        }
+      } else {
+        // The sender fills bucket b into the buffer bucket b-2 was read
+        // from, once the next agent read b-2; it offers b after b-1 is read.
+        const size_t I = receivers.size();
+        if (n >= static_cast<size_t>(kBuffers)) g.dep(ring.hop[n - kBuffers][0], pack);
+        std::vector<StepId> hops(I), lds(I);
+        for (size_t k = 0; k < I; ++k) {
+          const uint32_t from = k == 0 ? root : receivers[k - 1];
+          StepId rd = gpuSend(x, from, receivers[k], wire, sBcast);
+          g.dep(k == 0 ? pack : hops[k - 1], rd);
+          if (n >= 1) g.dep(ring.hop[n - 1][k], rd);  // one read at a time
+          // Its receive buffer held bucket b-2: read on by the next agent
+          // and yielded to its engine.
+          if (n >= static_cast<size_t>(kBuffers)) {
+            if (k + 1 < I) g.dep(ring.hop[n - kBuffers][k + 1], rd);
+            g.dep(rankLoads[n - kBuffers][k], rd);
+          }
+          hops[k] = rd;
+          // One rank of an engine loads for its peers (the same bucket).
+          const uint32_t local = (receivers[k] - x.inferBase) % static_cast<uint32_t>(il.tp);
+          if (local == 0) {
+            lds[k] = engineLoad(x, receivers[k], sb.loadTensors * frac, sb.keptLoadTensors * frac,
+                                sb.scanSteps * frac, sb.share * frac, rd, sLoad);
+          } else {
+            lds[k] = rd;
+          }
+          g.dep(lds[k], loaded);
+        }
+        ring.hop.push_back(hops);
+        rankLoads.push_back(lds);
+        bc = hops.back();
       }
       g.dep(loaded, allDone);
       loads.push_back(loaded);
@@ -102,6 +146,16 @@ Result<plan::TransferPlan> VerlNcclStrategy::makePlan(const SyncProblem& pr) con
   miles::finish(x, allDone, kCloseRounds);
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
+}
+
+}  // namespace
+
+Result<plan::TransferPlan> VerlNcclStrategy::makePlan(const SyncProblem& pr) const {
+  return verlPlan(pr, name(), /*nixl=*/false);
+}
+
+Result<plan::TransferPlan> VerlNixlStrategy::makePlan(const SyncProblem& pr) const {
+  return verlPlan(pr, name(), /*nixl=*/true);
 }
 
 }  // namespace tide::sync::designs
