@@ -133,8 +133,8 @@ constexpr StrategyDescriptor kTable[13] = {
         .summary = "a static schedule computed once: per-parameter full_tensor() in FSDP/HSDP "
                    "meshes, balanced senders RDMA-WRITE each receiver's slice from GPU memory, "
                    "pipelined under a memory watermark, a barrier between mesh groups",
-        .models = "\"Weight Transfer for RL Post-Training in under 2 seconds\" (FSDP training, "
-                  "RDMA WRITE into the engines' GPU memory)",
+        .models = "a static precomputed schedule (\"Weight Transfer for RL Post-Training in under "
+                  "2 seconds\": FSDP training, RDMA WRITE into the engines' GPU memory)",
         .profile = "static-schedule",
         .delivery = Delivery::kModel,
         .input = PlanInput::kCounts,

@@ -71,7 +71,8 @@ uint64_t inferShareBytes(const plan::TransferPlan& p, uint32_t rank) {
 TEST(Strategy, RegistryListsDescribesAndRejects) {
   EXPECT_EQ(strategyNames(),
             "broadcast, p2p, p2p-rr, disk-delta, store, miles-broadcast, miles-p2p, "
-            "nemo-rl-nccl, checkpoint-engine, verl-nccl");
+            "nemo-rl-nccl, checkpoint-engine, checkpoint-engine-p2p, verl-nccl, verl-nixl, "
+            "static-schedule");
   auto bad = createStrategy("carrier-pigeon");
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("broadcast, p2p"), std::string::npos);
