@@ -17,12 +17,14 @@ namespace {
 struct CompareCliOptions {
   std::string scenario, json, strategies;
   bool noSensitivity = false;
+  double maxShards = 4e6;
 };
 
 void runCompare(const CompareCliOptions& o) {
   sim::Scenario sc = orThrow(sim::loadScenario(o.scenario));
   CompareOptions co;
   co.sensitivity = !o.noSensitivity;
+  co.maxInferShards = o.maxShards;
   std::stringstream ss(o.strategies);
   for (std::string n; std::getline(ss, n, ',');)
     if (!n.empty()) co.strategies.push_back(n);
@@ -48,6 +50,10 @@ void addSimCompareCommand(CLI::App& sim) {
                   "comma-separated strategies (default: every simulated one)");
   cmd->add_flag("--no-sensitivity", o->noSensitivity,
                 "skip the one-constant-at-a-time runs (the band is still given)");
+  cmd->add_option("--max-shards", o->maxShards,
+                  "list a plan from boxes as not applicable above this many inference shards "
+                  "(default 4e6; 0: no limit)")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([o] { runCompare(*o); });
 }
 

@@ -7,6 +7,7 @@
 
 #include "engine/sync/strategy_registry.h"
 #include "harness/sim/scenario_plans.h"
+#include "workloads/model.h"
 
 namespace tide::harness {
 
@@ -64,6 +65,19 @@ Result<double> predict(const sim::Scenario& sc, const plan::TransferPlan& p) {
   return r.seconds;
 }
 
+}  // namespace
+
+double inferShardCount(const sim::Scenario& sc) {
+  // Every rank holds a slice of each non-expert tensor and of the routed
+  // experts of its EP rank (workloads/layout.h).
+  double nonExpert = 0, expert = 0;
+  for (const auto& t : workloads::buildInventory(sc.model).tensors)
+    (t.kind == workloads::TensorKind::kRoutedExpert ? expert : nonExpert) += 1;
+  return sc.infer.worldSize() * (nonExpert + expert / std::max(1, sc.infer.ep));
+}
+
+namespace {
+
 Result<CompareRow> compareOne(const sim::Scenario& sc, const sync::StrategyDescriptor& d,
                               const CompareOptions& o) {
   CompareRow row;
@@ -71,6 +85,19 @@ Result<CompareRow> compareOne(const sim::Scenario& sc, const sync::StrategyDescr
   const double t0 = now();
   TIDE_ASSIGN_OR_RETURN(sim::Scenario priced, pricedScenario(sc, d));
   row.profile = priced.profile.name;
+  if (d.input == sync::PlanInput::kBoxes && o.maxInferShards > 0) {
+    const double shards = inferShardCount(sc);
+    if (shards > o.maxInferShards) {
+      row.applies = false;
+      char why[256];
+      std::snprintf(why, sizeof why,
+                    "a plan from boxes of %.1f M inference shards, above compare's limit of "
+                    "%.1f M (--max-shards; `tide sim --strategy %s` plans it alone)",
+                    shards / 1e6, o.maxInferShards / 1e6, row.strategy.c_str());
+      row.reason = why;
+      return row;
+    }
+  }
   auto plan = scenarioPlan(sc, d);
   if (!plan.isOk()) {
     row.applies = false;

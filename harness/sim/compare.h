@@ -61,7 +61,16 @@ struct CompareRow {
 struct CompareOptions {
   std::vector<std::string> strategies;  // empty: every simulated strategy
   bool sensitivity = true;              // one simulation per constant at its high end
+  // A plan from boxes grows with the shards the inference ranks hold (one
+  // move or more each); above this many the strategy is listed as not
+  // applicable with the count, so that a comparison ends (0: no limit).
+  // `tide sim --strategy S` plans it alone.
+  double maxInferShards = 4e6;
 };
+
+// What a box-level plan of the scenario starts from: the shards all
+// inference ranks hold, counted from the model's tensors and the layout.
+double inferShardCount(const sim::Scenario& sc);
 
 // Rows in rank order: applicable ones by predicted time, then the others.
 [[nodiscard]] Result<std::vector<CompareRow>> compareStrategies(const sim::Scenario& sc,
