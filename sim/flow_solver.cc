@@ -60,13 +60,13 @@ void FlowSolver::detach(FlowId id) {
     l.flows[p] = moved;
     l.flows.pop_back();
     if (moved != id) {
+      // A path is sorted and holds each link once (start()): a search, not
+      // a scan, finds the link in it. A broadcast chain's path has a link
+      // per hop (thousands at scale), and a scan of it at every link of
+      // every finishing flow was the bulk of a large simulation.
       Flow& m = flows_[moved];
-      for (size_t j = 0; j < m.path.size(); ++j) {
-        if (m.path[j] == f.path[i] && m.pos[j] == l.flows.size()) {
-          m.pos[j] = p;
-          break;
-        }
-      }
+      auto it = std::lower_bound(m.path.begin(), m.path.end(), f.path[i]);
+      m.pos[static_cast<size_t>(it - m.path.begin())] = p;
     }
     dirty_.push_back(f.path[i]);
   }
