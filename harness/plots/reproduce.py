@@ -253,16 +253,19 @@ def compare(f, out):
         fig, ax = plt.subplots(figsize=(8, 1.2 + 0.45 * n))
         y = np.arange(n)[::-1]
         secs = np.array([r["seconds"] for r in rows])
-        lo = np.array([min(r["band_seconds"][0], r["seconds"]) for r in rows])
-        hi = np.array([max(r["band_seconds"][1], r["seconds"]) for r in rows])
+        # A band not computed (null, with its band_reason) draws no bar.
+        band = [r.get("band_seconds") or [r["seconds"], r["seconds"]] for r in rows]
+        lo = np.array([min(b[0], r["seconds"]) for b, r in zip(band, rows)])
+        hi = np.array([max(b[1], r["seconds"]) for b, r in zip(band, rows)])
         lb = np.array([r["lower_bound_seconds"] for r in rows])
         ax.barh(y, secs, color="tab:blue", alpha=0.75, label="predicted")
         ax.errorbar(secs, y, xerr=[secs - lo, hi - secs], fmt="none", ecolor="black", capsize=3,
                     lw=1, label="band (constants' ranges)")
         ax.scatter(lb, y, marker="|", s=300, color="tab:red", zorder=3, label="lower bound")
-        for yi, r in zip(y, rows):
-            ax.text(max(r["band_seconds"][1], r["seconds"]) * 1.08, yi,
-                    f"{r['seconds']:.3g} s ({r.get('ratio_to_bound', 0):.1f}x bound)",
+        for yi, r, h in zip(y, rows, hi):
+            ax.text(h * 1.08, yi,
+                    f"{r['seconds']:.3g} s ({r.get('ratio_to_bound', 0):.1f}x bound)"
+                    + ("" if r.get("band_seconds") else ", band not computed"),
                     va="center", fontsize=7)
         ax.set_yticks(y, [f"{r['strategy']} [{r['profile']}]" for r in rows], fontsize=8)
         ax.set_xscale("log")

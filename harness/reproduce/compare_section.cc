@@ -116,7 +116,7 @@ std::string compareMarkdown(const nlohmann::json& cmp,
         "| rank | strategy | profile | predicted s | band s | lower bound s | × bound | bottleneck "
         "|\n|---:|---|---|---:|---|---:|---:|---|\n";
     for (const auto& r : c["results"]) {
-      std::string band = "—";
+      std::string band = r["band_seconds"].is_null() ? "not computed" : "—";
       if (r["band_seconds"].is_array() && r["band_seconds"].size() == 2)
         band = fmt::format("{:.3g} – {:.3g}", r["band_seconds"][0].get<double>(),
                            r["band_seconds"][1].get<double>());

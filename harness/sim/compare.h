@@ -4,14 +4,20 @@
 // lower bound and bottleneck, its per-stage critical path, and a band from
 // the ranges of its profile's constants.
 //
-// Ranges: a constant's relative range follows from its label (profiles give
-// no ranges of their own yet); the defaults are kLabelRanges below and
-// docs/designs.md. The band simulates every constant at the low end, then
-// every constant at the high end; the constants that dominate it are those
-// whose high end alone moves the prediction most.
+// Ranges: a constant's own low/high from its profile, else a relative range
+// by its label (kLabelRanges below, docs/designs.md). Each strategy is
+// planned once; the band re-simulates that same plan with every constant at
+// the low end, then every constant at the high end; the constants that
+// dominate it are those whose high end alone moves the prediction most (one
+// more simulation each). A constant that no step of the plan is priced by
+// cannot move the prediction and is not simulated. At scale one simulation
+// takes minutes, so how much of the band is computed is a choice (BandMode),
+// and a band not computed says why.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/core/status.h"
@@ -44,14 +50,31 @@ struct ConstantEffect {
   double deltaHi = 0;     // prediction at `hi` alone minus the nominal one
 };
 
+// How much of the band a comparison computes, per strategy.
+enum class BandMode {
+  kFull,  // the ends, and each constant alone at its high end (2 + n runs)
+  kEnds,  // the ends only (2 runs)
+  kNone,  // no band
+  // Full, or the ends, or none: the most whose runs, estimated from the
+  // nominal simulation's wall time, fit in CompareOptions::bandBudgetSeconds.
+  kAuto,
+};
+const char* bandModeName(BandMode m);
+[[nodiscard]] Result<BandMode> parseBandMode(std::string_view s);
+
 struct CompareRow {
   std::string strategy, profile;
   bool applies = true;
   std::string reason;  // why it does not apply
   sim::StrategyResult result;
   double bandLo = 0, bandHi = 0;
-  std::vector<ConstantEffect> constants;  // by |deltaHi|, largest first
-  double wallSeconds = 0;                 // all of this row's simulations
+  bool band = false;       // bandLo/bandHi computed
+  std::string bandReason;  // why the band, or its sensitivity runs, were not computed
+  std::vector<ConstantEffect> constants;  // by |deltaHi|, largest first when sensitivity
+  double planSeconds = 0;                 // wall time of the plan
+  double simSeconds = 0;                  // wall time of the nominal simulation
+  double wallSeconds = 0;                 // the plan and all of this row's simulations
+  int bandRuns = 0;                       // simulations beyond the nominal one
   bool sensitivity = false;               // deltaHi measured
   double ratioToBound() const {
     return result.lowerBoundSeconds > 0 ? result.seconds / result.lowerBoundSeconds : 0;
@@ -60,7 +83,10 @@ struct CompareRow {
 
 struct CompareOptions {
   std::vector<std::string> strategies;  // empty: every simulated strategy
-  bool sensitivity = true;              // one simulation per constant at its high end
+  BandMode band = BandMode::kAuto;
+  // kAuto: wall seconds one strategy's band runs may take, each estimated as
+  // long as its nominal simulation (the same plan, lowered and run again).
+  double bandBudgetSeconds = 120;
   // A plan from boxes grows with the shards the inference ranks hold (one
   // move or more each); above this many the strategy is listed as not
   // applicable with the count, so that a comparison ends (0: no limit).
@@ -72,9 +98,13 @@ struct CompareOptions {
 // inference ranks hold, counted from the model's tensors and the layout.
 double inferShardCount(const sim::Scenario& sc);
 
+// Told a line of progress (a strategy planned, simulated, its band; a long
+// simulation's tasks done), with the comparison's elapsed seconds.
+using CompareProgress = std::function<void(const std::string& line)>;
+
 // Rows in rank order: applicable ones by predicted time, then the others.
-[[nodiscard]] Result<std::vector<CompareRow>> compareStrategies(const sim::Scenario& sc,
-                                                                const CompareOptions& o);
+[[nodiscard]] Result<std::vector<CompareRow>> compareStrategies(
+    const sim::Scenario& sc, const CompareOptions& o, const CompareProgress& progress = {});
 
 // {"schema":"tide.sim.compare/1","scenario":..,"results":[..]}
 nlohmann::json compareJson(const sim::Scenario& sc, const std::vector<CompareRow>& rows);

@@ -299,6 +299,7 @@ TEST(DesignTest, CompareRanksByTimeWithABandAroundEachPrediction) {
   harness::CompareOptions o;
   o.strategies = {"miles-broadcast",   "miles-p2p", "nemo-rl-nccl",
                   "checkpoint-engine", "verl-nccl", "p2p"};
+  o.band = harness::BandMode::kFull;
   auto rows = harness::compareStrategies(sc, o);
   ASSERT_TRUE(rows.isOk()) << rows.status().toString();
   ASSERT_EQ(rows->size(), o.strategies.size());
@@ -330,12 +331,56 @@ TEST(DesignTest, CompareRanksByTimeWithABandAroundEachPrediction) {
   }
 }
 
+// A band too costly for the budget is not computed, and says why: null in
+// the JSON with the reason, never a band equal to the prediction. A plan
+// that no varying constant prices keeps its (proven) band.
+TEST(DesignTest, CompareBandNotComputedSaysWhy) {
+  Scenario sc = small();
+  harness::CompareOptions o;
+  o.strategies = {"miles-p2p", "p2p"};
+  o.bandBudgetSeconds = 0;  // auto: no simulation fits
+  std::vector<std::string> lines;
+  auto rows = harness::compareStrategies(sc, o, [&](const std::string& l) { lines.push_back(l); });
+  ASSERT_TRUE(rows.isOk()) << rows.status().toString();
+  nlohmann::json j = harness::compareJson(sc, *rows);
+  int nulls = 0;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const auto& r = (*rows)[i];
+    const auto& jr = j["results"][i];
+    ASSERT_TRUE(r.applies) << r.strategy;
+    if (r.constants.empty()) {
+      EXPECT_TRUE(r.band) << r.strategy;
+      EXPECT_EQ(jr["band_seconds"].size(), 2u) << r.strategy;
+      continue;
+    }
+    ++nulls;
+    EXPECT_FALSE(r.band) << r.strategy;
+    EXPECT_EQ(r.bandRuns, 0) << r.strategy;
+    EXPECT_TRUE(jr["band_seconds"].is_null()) << r.strategy;
+    EXPECT_NE(jr.value("band_reason", "").find("--band-budget"), std::string::npos) << jr.dump();
+  }
+  EXPECT_EQ(nulls, 1);  // miles-p2p: its estimates vary
+  // One progress line at least per strategy, each with its elapsed time.
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines.front().rfind("[", 0), 0u) << lines.front();
+  // An explicit mode holds whatever the budget: the ends, two runs.
+  o.band = harness::BandMode::kEnds;
+  o.strategies = {"miles-p2p"};
+  rows = harness::compareStrategies(sc, o);
+  ASSERT_TRUE(rows.isOk());
+  EXPECT_TRUE(rows->front().band);
+  EXPECT_EQ(rows->front().bandRuns, 2);
+  EXPECT_FALSE(rows->front().sensitivity);
+  EXPECT_LT(rows->front().bandLo, rows->front().result.seconds);
+  EXPECT_FALSE(harness::parseBandMode("most").isOk());
+}
+
 TEST(DesignTest, CompareSaysWhyAStrategyDoesNotApply) {
   // Experts split over two engine ranks each: shard to shard is not modelled.
   Scenario sc = load(scenarioText("engines=4,tp=4,ep=2", 2));
   harness::CompareOptions o;
   o.strategies = {"nemo-rl-nccl", "miles-p2p"};
-  o.sensitivity = false;
+  o.band = harness::BandMode::kEnds;
   auto rows = harness::compareStrategies(sc, o);
   ASSERT_TRUE(rows.isOk()) << rows.status().toString();
   ASSERT_EQ(rows->size(), 2u);
@@ -360,7 +405,7 @@ TEST(DesignTest, CompareOnEveryScenarioFileListsOversizedBoxPlansWithTheirCount)
     EXPECT_GT(shards, 0) << e.path();
     harness::CompareOptions o;
     o.strategies = {"broadcast", "p2p", "p2p-rr"};
-    o.sensitivity = false;
+    o.band = harness::BandMode::kEnds;
     o.maxInferShards = 1e5;
     if (shards <= o.maxInferShards) continue;
     ++limited;
