@@ -164,12 +164,17 @@ Result<CompareRow> compareOne(const sim::Scenario& sc, const sync::StrategyDescr
     row.reason = plan.status().message();
     return row;
   }
+  // Lowering a large plan takes minutes before the simulation's own
+  // progress starts: say what is being lowered.
+  tell(row.strategy + ": planned in " + fmtSeconds(row.planSeconds) + " (" +
+       std::to_string(plan->work.steps.size()) + " steps, " + std::to_string(plan->moves.size()) +
+       " moves); simulating ...");
   const double t1 = now();
   TIDE_ASSIGN_OR_RETURN(row.result, sim::simulateScenario(priced, *plan, tell.sim(row.strategy)));
   row.simSeconds = now() - t1;
   row.result.events.clear();
-  tell(row.strategy + ": planned in " + fmtSeconds(row.planSeconds) + ", simulated in " +
-       fmtSeconds(row.simSeconds));
+  tell(row.strategy + ": simulated in " + fmtSeconds(row.simSeconds) + ", " +
+       std::to_string(row.result.tasks) + " tasks");
   for (const auto& c : priced.profile.constants) {
     const double v = sim::calibrationSeconds(priced.calib, c.key);
     // Zero: a step this stack does not have; unused: no step of this plan.
