@@ -43,7 +43,16 @@ double ResponseGrid::predict(size_t row, const std::vector<double>& x) const {
     double t = hi > lo ? (v - lo) / (hi - lo) * (n_ - 1) : 0;
     size_t c = std::min(static_cast<size_t>(t), static_cast<size_t>(n_ - 2));
     cell[d] = c;
-    frac[d] = t - static_cast<double>(c);
+    // The fraction is taken in the constant's own units, not in the grid's
+    // log coordinate: a prediction is a sum of counts times constants, so
+    // it is affine in each constant along a fixed critical path, and a
+    // straight line between two grid points is exact there. Between log-
+    // spaced points far apart (1, 7 and 50 ms at three points) a straight
+    // line in log space overestimates the middle, and fits were pulled low.
+    double a = p.fromCoord(lo + (hi - lo) * static_cast<double>(c) / (n_ - 1));
+    double b = p.fromCoord(lo + (hi - lo) * static_cast<double>(c + 1) / (n_ - 1));
+    double xs = std::clamp(x[d], p.low, p.high);
+    frac[d] = b > a ? std::clamp((xs - a) / (b - a), 0.0, 1.0) : 0;
   }
   double sum = 0;
   for (size_t corner = 0; corner < (size_t{1} << dims); ++corner) {

@@ -143,5 +143,28 @@ TEST(Fit, LogScaleRangesSpanDecades) {
   EXPECT_NEAR(g.point(4)[0], 1e-2, 1e-14);
 }
 
+// A time linear in a constant whose range spans decades (log-spaced grid
+// points 1, 7.07 and 50 ms at three points, as the crossval gate samples
+// engine_call): the interpolation is a straight line in the constant itself,
+// so it is exact between the points, and a fit recovers the constant. A
+// straight line in log space would put 20 ms at 1 + 30 * 0.0255 instead of
+// 1 + 30 * 0.02 and pull the fit to about 14 ms.
+TEST(Fit, LinearResponseOnALogGridIsInterpolatedExactly) {
+  FitParam p{"engine_call", 1e-3, 50e-3};
+  ASSERT_TRUE(p.logScale());
+  const std::vector<double> slopes{30, 5, 80};
+  ResponseGrid g({p}, 3, slopes.size());
+  auto truth = [&](size_t r, double c) { return 1 + slopes[r] * c; };
+  for (size_t i = 0; i < g.points(); ++i)
+    for (size_t r = 0; r < slopes.size(); ++r) g.set(r, i, truth(r, g.point(i)[0]));
+  for (double c : {1.5e-3, 4e-3, 20e-3, 35e-3})
+    EXPECT_NEAR(g.predict(0, {c}), truth(0, c), 1e-12) << c;
+  std::vector<double> pub;
+  for (size_t r = 0; r < slopes.size(); ++r) pub.push_back(truth(r, 20e-3));
+  auto f = fitConstants(g, pub, std::vector<bool>(slopes.size(), true));
+  ASSERT_TRUE(f.isOk()) << f.status().toString();
+  EXPECT_NEAR(f->constants[0], 20e-3, 1e-5);
+}
+
 }  // namespace
 }  // namespace tide::sim
