@@ -31,34 +31,6 @@ Status copyPerTensor(CopyDirection dir, uint8_t* device, uint8_t* host,
   return Status::ok();
 }
 
-std::vector<size_t> bucketBounds(std::span<const StagedTensor> tensors, uint64_t bucketBytes) {
-  std::vector<size_t> bounds{0};
-  uint64_t held = 0;
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    held += tensors[i].bytes;
-    if (held >= bucketBytes && i + 1 < tensors.size()) {
-      bounds.push_back(i + 1);
-      held = 0;
-    }
-  }
-  if (!tensors.empty()) bounds.push_back(tensors.size());
-  return bounds;
-}
-
-std::vector<StagedTensor> mergedCopies(std::span<const StagedTensor> tensors) {
-  std::vector<StagedTensor> out;
-  for (const StagedTensor& t : tensors) {
-    if (t.bytes == 0) continue;
-    if (!out.empty() && out.back().deviceOffset + out.back().bytes == t.deviceOffset &&
-        out.back().hostOffset + out.back().bytes == t.hostOffset) {
-      out.back().bytes += t.bytes;
-    } else {
-      out.push_back(t);
-    }
-  }
-  return out;
-}
-
 Result<BucketedCopy> BucketedCopy::start(CopyDirection dir, uint8_t* device, uint8_t* host,
                                          std::span<const StagedTensor> tensors,
                                          uint64_t bucketBytes, std::span<const Stream> streams) {

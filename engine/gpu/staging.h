@@ -15,28 +15,14 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/gpu/staging_plan.h"
 #include "engine/gpu/stream.h"
 
 namespace tide::gpu {
 
-enum class CopyDirection { kDeviceToHost, kHostToDevice };
-
-struct StagedTensor {
-  uint64_t deviceOffset = 0;
-  uint64_t hostOffset = 0;
-  uint64_t bytes = 0;
-};
-
 // One copy per tensor, each waited for before the next.
 [[nodiscard]] Status copyPerTensor(CopyDirection dir, uint8_t* device, uint8_t* host,
                                    std::span<const StagedTensor> tensors, const Stream& stream);
-
-// Index of each bucket's first tensor, then tensors.size(): a bucket closes
-// once it holds >= bucketBytes (a larger tensor is a bucket of its own).
-std::vector<size_t> bucketBounds(std::span<const StagedTensor> tensors, uint64_t bucketBytes);
-
-// The copies of tensors [begin, end): ranges adjacent on both sides merged.
-std::vector<StagedTensor> mergedCopies(std::span<const StagedTensor> tensors);
 
 class BucketedCopy {
  public:

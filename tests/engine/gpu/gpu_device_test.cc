@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/core/kv_store.h"
+#include "engine/gpu/cuda_shard_memory.h"
 #include "engine/gpu/cuda_status.h"
 #include "engine/gpu/device_buffer.h"
 #include "engine/gpu/device_checksum.h"
@@ -30,6 +31,7 @@
 #include "engine/gpu/pinned_buffer.h"
 #include "engine/gpu/staging.h"
 #include "engine/sync/fp8_quantizer.h"
+#include "tests/engine/gpu/shard_memory_contract.h"
 #include "workloads/model.h"
 #include "workloads/routing.h"
 #include "workloads/weights.h"
@@ -55,18 +57,6 @@ std::vector<uint8_t> toHost(const void* dev, size_t n) {
   std::vector<uint8_t> v(n);
   EXPECT_EQ(cudaMemcpy(v.data(), dev, n, cudaMemcpyDeviceToHost), cudaSuccess);
   return v;
-}
-
-TEST(GpuStaging, BucketBoundsAndMergedCopies) {
-  std::vector<StagedTensor> t = {{0, 0, 100}, {100, 100, 50}, {400, 150, 300}, {700, 450, 10}};
-  EXPECT_EQ(bucketBounds(t, 150), (std::vector<size_t>{0, 2, 3, 4}));
-  EXPECT_EQ(bucketBounds(t, 1 << 20), (std::vector<size_t>{0, 4}));
-  EXPECT_EQ(bucketBounds({}, 10), (std::vector<size_t>{0}));
-  const auto m = mergedCopies(t);
-  ASSERT_EQ(m.size(), 2u);  // 0+1 adjacent on both sides; 2+3 adjacent too
-  EXPECT_EQ(m[0].bytes, 150u);
-  EXPECT_EQ(m[1].deviceOffset, 400u);
-  EXPECT_EQ(m[1].bytes, 310u);
 }
 
 TEST(GpuIpc, HandleTextRoundTripsAndRejectsGarbage) {
@@ -250,6 +240,29 @@ TEST(GpuIpc, AnotherProcessReadsTheExportedBuffer) {
   ASSERT_TRUE(got);
   ASSERT_EQ(rc, 0) << line;
   EXPECT_EQ(std::stoull(line), XXH3_64bits(want.data(), want.size())) << line;
+}
+
+// The CUDA shard memory held to the contract the host one meets
+// (shard_memory_contract.h): the executor's device-memory path on a GPU.
+TEST(GpuShardMemory, NoDeviceGivesTheReason) {
+  if (deviceCount() > 0) GTEST_SKIP() << "a CUDA device exists";
+  ContractModel model;
+  auto m = makeCudaShardMemory(model.w, 0);
+  ASSERT_FALSE(m.isOk());
+  EXPECT_EQ(m.status().code(), Code::kUnavailable);
+  EXPECT_EQ(m.status().message(), kNoDevice);
+}
+
+TEST(GpuShardMemory, MeetsTheShardMemoryContract) {
+  TIDE_NEED_GPU();
+  ContractModel model;
+  auto m = orThrow(makeCudaShardMemory(model.w, 0));
+  EXPECT_STREQ(m->kind(), "cuda");
+  EXPECT_EQ(makeCudaShardMemory(model.w, deviceCount()).status().code(), Code::kInvalidArgument);
+  checkFill(*m, model);
+  checkStaging(*m);
+  checkChecksums(*m);
+  checkRefusals(*m, model);
 }
 
 #ifdef TIDE_GPU_TEST_NCCL
