@@ -90,6 +90,13 @@ Status RankExecutor::registerSpaces() {
     TIDE_RETURN_IF_ERROR(store_.set(regionKey(rank_, s), spaces_[s].descriptor().serialize()));
   }
   TIDE_RETURN_IF_ERROR(checkSwitch());
+  if (options_.shardMemory) {
+    TIDE_ASSIGN_OR_RETURN(auto memory, options_.shardMemory(weights_, rank_));
+    TIDE_ASSIGN_OR_RETURN(
+        device_,
+        DeviceShards::create(std::move(memory), me, spaces_[static_cast<int>(Space::kTrain)].data(),
+                             spaces_[kInferSpace].data(), options_.staging));
+  }
   const uint64_t inferBytes = me.spaceBytes(Space::kInfer);
   if (options_.shadowSwitch && inferBytes > 0) {
     TIDE_ASSIGN_OR_RETURN(inferShadow_, registerTimed(inferBytes));
@@ -161,6 +168,7 @@ UpdateHost::Buffers RankExecutor::buffers() {
 }
 
 Status RankExecutor::materializeTrain(int version) {
+  if (device_) return device_->fillTrain(version);
   return fillTrainShard(weights_, layouts_[rank_], version, buffer(Space::kTrain));
 }
 
@@ -170,10 +178,20 @@ Status RankExecutor::loadStart() {
   startPoisoned_ = poison;
   if (options_.resumeShard && inferBytes > 0) {
     std::memcpy(buffer(Space::kInfer), options_.resumeShard, inferBytes);
-    return Status::ok();
+  } else {
+    TIDE_RETURN_IF_ERROR(fillInferShard(weights_, layouts_[rank_], options_.startVersion, poison,
+                                        buffer(Space::kInfer)));
   }
-  return fillInferShard(weights_, layouts_[rank_], options_.startVersion, poison,
-                        buffer(Space::kInfer));
+  // Device shards load the start version from host memory, as an engine
+  // loads its checkpoint.
+  if (device_) TIDE_RETURN_IF_ERROR(device_->stageIn().status());
+  return Status::ok();
+}
+
+void RankExecutor::afterTransfer(int step) {
+  if (!options_.hooks) return;
+  options_.hooks->afterTransfer(rank_, step,
+                                {buffer(Space::kInfer), layouts_[rank_].spaceBytes(Space::kInfer)});
 }
 
 void RankExecutor::beginJoin() {
@@ -215,13 +233,18 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   if (switch_ && serving_) switch_->beginUpdate();
   TIDE_RETURN_IF_ERROR(storeBarrier(store_, tag + "pause", world, options_.timeoutSeconds));
   out.tStart = nowSeconds();
-  Status ts = update_->join(step, *this);
+  // Device shards: the D2H into the staging replica and the H2D out of it
+  // are on the update's critical path, inside its window. The test hooks
+  // touch the replica before the H2D, so what they do reaches the device.
+  Status ts = device_ ? device_->stageOut().status() : Status::ok();
+  if (ts.isOk()) ts = update_->join(step, *this);
   if (ts.isOk()) ts = update_->step(step, *this, events, out);
-  out.tEnd = nowSeconds();
-  if (ts.isOk() && options_.hooks) {
-    options_.hooks->afterTransfer(
-        rank_, step, {buffer(Space::kInfer), layouts_[rank_].spaceBytes(Space::kInfer)});
+  if (ts.isOk() && device_) {
+    afterTransfer(step);
+    ts = device_->stageIn().status();
   }
+  out.tEnd = nowSeconds();
+  if (ts.isOk() && !device_) afterTransfer(step);
   // Every transfer ends before any rank verifies: verification recomputes
   // the shard from the generator (CPU-bound, seconds) and, on shared cores,
   // would slow the relays and writers still running.

@@ -22,6 +22,7 @@
 
 #include "engine/core/kv_store.h"
 #include "engine/core/status.h"
+#include "engine/exec/executor/device_shards.h"
 #include "engine/exec/executor/exec_hooks.h"
 #include "engine/exec/executor/exec_report.h"
 #include "engine/exec/executor/rank_layout.h"
@@ -30,6 +31,7 @@
 #include "engine/exec/executor/version_switch.h"
 #include "engine/exec/update/update_path.h"
 #include "engine/exec/weight_store/store_path.h"
+#include "engine/gpu/shard_memory.h"
 #include "engine/plan/transfer_plan.h"
 #include "engine/transport/registration.h"
 #include "engine/transport/transport.h"
@@ -76,6 +78,15 @@ struct ExecOptions {
   std::function<Result<bool>(int step)> commitGate;
   // Polled while the transfer waits: true ends the step (kCancelled).
   std::function<bool()> aborted;
+  // Shards in device memory (device_shards.h; full updates, in place):
+  // called once at set-up with the run's weights and the rank's index, it
+  // gives the memory the rank's training and inference shards live in; the
+  // registered host buffers become their staging replicas. Null: the shards
+  // are the host buffers themselves.
+  std::function<Result<std::unique_ptr<gpu::ShardMemory>>(const workloads::SyntheticWeights&,
+                                                          int rank)>
+      shardMemory;
+  gpu::StagingOptions staging;  // with shardMemory: per tensor or bucketed
 };
 
 struct RankStep {
@@ -122,6 +133,7 @@ class RankExecutor final : private UpdateHost {
   // Whether this rank's inference shard holds exactly `version` (kDataLoss
   // naming the first block that does not). Tests: no rank ends on a mix.
   Status checkVersion(int version) const {
+    if (device_) return device_->verifyInfer(weights_, rank_, version).status();
     return verifyInferShard(weights_, layouts_[rank_], rank_, version, spaces_[kInferSpace].data())
         .status();
   }
@@ -161,8 +173,11 @@ class RankExecutor final : private UpdateHost {
   Status materializeTrain(int version) override;
   Status loadStart() override;
   Result<uint64_t> verifyTarget(int version) const override {
+    if (device_) return device_->verifyInfer(weights_, rank_, version);
     return verifyInferShard(weights_, layouts_[rank_], rank_, version, buffer(plan::Space::kInfer));
   }
+  // The test hooks' look at the inference shard the transfer wrote.
+  void afterTransfer(int step);
   void beginJoin() override;
   Status finishJoin(int version) override;
   double epoch() const override { return epoch_; }
@@ -180,6 +195,9 @@ class RankExecutor final : private UpdateHost {
   SetupWork setupWork_;
   transport::Registration spaces_[kSpaceCount];  // the rank's buffers, registered
   std::unique_ptr<UpdatePath> update_;
+  // With ExecOptions::shardMemory: the shards where they live (spaces_ of
+  // train and infer are then their staging replicas). Before the spaces go.
+  std::unique_ptr<DeviceShards> device_;
   // Switch: the second copy of the inference shard (spaces_[kInfer] is the
   // live one; they trade places at each switch).
   transport::Registration inferShadow_;

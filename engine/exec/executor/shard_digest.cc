@@ -29,6 +29,13 @@ uint64_t shardDigest(const RankLayout& layout, const uint8_t* shard) {
   return XXH3_64bits_digest(h.s);
 }
 
+Result<uint64_t> shardDigest(const RankLayout& layout, gpu::ShardMemory& memory,
+                             const gpu::ShardBuffer& shard) {
+  std::vector<gpu::ShardRange> ranges;
+  for (const auto& p : layout.placed(plan::Space::kInfer)) ranges.push_back({p.offset, p.bytes});
+  return memory.checksum(shard, ranges);
+}
+
 Result<uint64_t> expectedShardDigest(const workloads::SyntheticWeights& weights,
                                      const RankLayout& layout, int version) {
   HashState h;

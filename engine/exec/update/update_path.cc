@@ -35,6 +35,11 @@ Status checkUpdateOptions(const ExecOptions& o) {
                       "switch: a shadow copy takes full updates (p2p, broadcast) or store "
                       "ones, not deltas (they apply to the version before)");
   }
+  if (o.shardMemory && (o.mode != UpdateMode::kFull || o.shadowSwitch)) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "device memory: shards on the device take full updates in place (p2p, "
+                      "broadcast), not deltas, the store or a shadow switch");
+  }
   return Status::ok();
 }
 

@@ -1,0 +1,101 @@
+#include "engine/exec/executor/device_shards.h"
+
+#include <string>
+
+#include "engine/exec/executor/fp8_blocks.h"
+#include "engine/exec/executor/shard_digest.h"
+
+namespace tide::exec {
+
+using plan::Space;
+
+namespace {
+
+// Every placed block of `s`, at the same offset on both sides.
+std::vector<gpu::StagedTensor> blocksOf(const RankLayout& layout, Space s) {
+  std::vector<gpu::StagedTensor> out;
+  for (const Placed& p : layout.placed(s)) out.push_back({p.offset, p.offset, p.bytes});
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeviceShards>> DeviceShards::create(std::unique_ptr<gpu::ShardMemory> memory,
+                                                           const RankLayout& layout,
+                                                           uint8_t* hostTrain, uint8_t* hostInfer,
+                                                           const gpu::StagingOptions& staging) {
+  if (!memory) return TIDE_ERROR(Code::kInvalidArgument, "device shards: no shard memory");
+  if (staging.streams < 1) {
+    return TIDE_ERROR(Code::kInvalidArgument, "device shards: staging needs a stream");
+  }
+  for (const Placed& p : layout.placed(Space::kTrain)) {
+    if (p.dtype != workloads::DType::kBF16) {
+      return TIDE_ERROR(Code::kUnimplemented, "exec: training shards must be bf16");
+    }
+  }
+  std::unique_ptr<DeviceShards> d(new DeviceShards(std::move(memory), layout, staging));
+  const uint64_t trainBytes = layout.spaceBytes(Space::kTrain);
+  const uint64_t inferBytes = layout.spaceBytes(Space::kInfer);
+  if ((trainBytes > 0 && !hostTrain) || (inferBytes > 0 && !hostInfer)) {
+    return TIDE_ERROR(Code::kInvalidArgument, "device shards: a host staging buffer is missing");
+  }
+  d->hostTrain_ = hostTrain;
+  d->hostInfer_ = hostInfer;
+  if (trainBytes > 0) {
+    TIDE_ASSIGN_OR_RETURN(d->train_, d->memory_->allocate(trainBytes));
+    TIDE_ASSIGN_OR_RETURN(d->trainPin_, d->memory_->pin(hostTrain, trainBytes));
+    d->trainTensors_ = blocksOf(layout, Space::kTrain);
+  }
+  if (inferBytes > 0) {
+    TIDE_ASSIGN_OR_RETURN(d->infer_, d->memory_->allocate(inferBytes));
+    TIDE_ASSIGN_OR_RETURN(d->inferPin_, d->memory_->pin(hostInfer, inferBytes));
+    d->inferTensors_ = blocksOf(layout, Space::kInfer);
+  }
+  return d;
+}
+
+Status DeviceShards::fillTrain(int version) {
+  for (const Placed& p : layout_.placed(Space::kTrain)) {
+    TIDE_RETURN_IF_ERROR(memory_->fill(*train_, p.offset, p.tensor, p.box.toBox(), version));
+  }
+  return Status::ok();
+}
+
+Result<gpu::StageStats> DeviceShards::stageOut() {
+  if (!train_) return gpu::StageStats{};
+  return memory_->stage(gpu::CopyDirection::kDeviceToHost, *train_, hostTrain_, trainTensors_,
+                        staging_);
+}
+
+Result<gpu::StageStats> DeviceShards::stageIn() {
+  if (!infer_) return gpu::StageStats{};
+  return memory_->stage(gpu::CopyDirection::kHostToDevice, *infer_, hostInfer_, inferTensors_,
+                        staging_);
+}
+
+Result<uint64_t> DeviceShards::verifyInfer(const workloads::SyntheticWeights& weights, int rank,
+                                           int version) const {
+  uint64_t checked = 0;
+  for (const Placed& p : layout_.placed(Space::kInfer)) {
+    const gpu::ShardRange r{p.offset, p.bytes};
+    TIDE_ASSIGN_OR_RETURN(uint64_t got, memory_->checksum(*infer_, {&r, 1}));
+    TIDE_ASSIGN_OR_RETURN(uint64_t want, expectedChecksum(weights, p, version));
+    if (got != want) {
+      return TIDE_ERROR(Code::kDataLoss, "verify: rank " + std::to_string(rank) + " " +
+                                             weights.inventory().tensors[p.tensor].name + " " +
+                                             p.box.toString() + " is not version " +
+                                             std::to_string(version) + " in " + kind() +
+                                             " memory (xxh3 " + std::to_string(got) +
+                                             ", expected " + std::to_string(want) + ")");
+    }
+    checked += p.bytes;
+  }
+  return checked;
+}
+
+Result<uint64_t> DeviceShards::inferDigest() const {
+  if (!infer_) return shardDigest(layout_, nullptr);
+  return shardDigest(layout_, *memory_, *infer_);
+}
+
+}  // namespace tide::exec
