@@ -28,6 +28,7 @@
 #include "harness/run_context.h"
 #include "harness/sync_args.h"
 #include "harness/sync_chaos.h"
+#include "harness/sync_device.h"
 #include "harness/sync_rxe.h"
 #include "harness/sync_switch_report.h"
 #include "harness/sync_work_report.h"
@@ -159,6 +160,15 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
                 formatBytes(full).c_str(), wire ? double(full) / wire : 0.0,
                 elements ? 100.0 * changed / elements : 100.0);
   }
+  if (a.deviceMemory) {
+    j["device_memory"] = deviceMemoryJson(a);
+    std::printf("device    shards in %s memory, staged %s", a.deviceMemoryImpl.c_str(),
+                a.staging.c_str());
+    if (a.staging == "bucketed") {
+      std::printf(" (%s buckets, %d streams)", a.stagingBucket.c_str(), a.stagingStreams);
+    }
+    std::printf("\n");
+  }
   reportSwitchAndJoin(a.switchMode == "shadow", steps, extra, j);
   TIDE_RETURN_IF_ERROR(reportWork(p.plan, setup, j));
   std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
@@ -244,6 +254,7 @@ void runSyncWith(const SyncArgs& a, const Prepared& p);
 void runSync(const SyncArgs& args) {
   if (args.worker) return args.chaos.on() ? runChaosRank(args) : runWorker(args);
   auto p = orThrow(prepare(args));
+  skipWithoutDevice(args);  // after bad input is refused
   if (p.mode != exec::UpdateMode::kDiskDelta || !args.deltaDir.empty()) return runSyncWith(args, p);
   // A temporary shared directory for this run's files, removed afterwards.
   SyncArgs a = args;

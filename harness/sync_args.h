@@ -80,6 +80,12 @@ struct SyncArgs {
   int joinAtStep = -1;                 // store: the last engine joins after this step
   int corruptRank = -1;                // testing: flip a byte of this rank's shard after step 1
   ChaosArgs chaos;                     // --chaos: a soak with faults (sync_chaos.h)
+  // --device-memory (sync_device.h): shards in device memory, staged.
+  bool deviceMemory = false;
+  std::string deviceMemoryImpl = "cuda";  // testing: "host" stands in for the device
+  std::string staging = "bucketed";       // per-tensor | bucketed
+  std::string stagingBucket = "64MiB";
+  int stagingStreams = 2;
 
   // Every option of `tide sync` but --worker, once: registered by
   // addSyncCommand, written back for the ranks by workerArgv (option_table.h).
@@ -125,6 +131,23 @@ struct SyncArgs {
              "version under a lease");
     v.option("--store-catalog", a.store.catalogJson,
              "store: write the snapshot catalog here after each version (for tide store)");
+    v.group("Device memory");
+    v.flag("--device-memory", a.deviceMemory,
+           "training and inference shards in CUDA device memory: filled on the GPU, staged "
+           "D2H into the registered host buffers before the transfer and H2D after it, "
+           "verified on the GPU (p2p, broadcast; exit 77 \"skipped: no CUDA device\" "
+           "without one)");
+    v.option("--staging", a.staging,
+             "device memory: per-tensor (a copy and a wait per tensor) or bucketed (merged "
+             "copies on --staging-streams streams, an event per bucket)",
+             kShowDefault);
+    v.option("--staging-bucket", a.stagingBucket, "device memory, bucketed: bytes per bucket",
+             kShowDefault);
+    v.option("--staging-streams", a.stagingStreams, "device memory, bucketed: CUDA streams",
+             kShowDefault);
+    // Tests only: "host" runs the device-memory path with host memory as the device.
+    v.option("--device-memory-impl", a.deviceMemoryImpl, "", kHidden);
+    v.group("");
     ChaosArgs::visit(a.chaos, v);
     v.option("--corrupt-rank", a.corruptRank,
              "testing: flip one byte of this rank's inference shard after the first "

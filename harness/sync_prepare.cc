@@ -10,6 +10,7 @@
 #include "harness/output_path.h"
 #include "harness/sync_args.h"
 #include "harness/sync_chaos.h"
+#include "harness/sync_device.h"
 
 namespace tide::harness {
 
@@ -137,6 +138,7 @@ Result<Prepared> prepare(const SyncArgs& a) {
   p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
   TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, boundCluster(w.cluster)));
   TIDE_RETURN_IF_ERROR(checkChaos(a, p));
+  TIDE_RETURN_IF_ERROR(checkDeviceMemory(a, p));
   return p;
 }
 
@@ -169,6 +171,7 @@ exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
     hooks->corruptRank = a.corruptRank;
     o.exec.hooks = std::move(hooks);
   }
+  setDeviceMemory(a, o);
   return o;
 }
 

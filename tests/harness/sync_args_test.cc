@@ -88,5 +88,19 @@ TEST(SyncArgs, RanksParseBackWhatTheDriverHolds) {
   EXPECT_EQ(workerArgv(b), argv);
 }
 
+// --device-memory and its staging reach the ranks (they open the shard memory).
+TEST(SyncArgs, DeviceMemoryReachesTheRanks) {
+  const SyncArgs a = parse({"--device-memory", "--staging", "per-tensor", "--staging-bucket",
+                            "1MiB", "--staging-streams", "3", "--device-memory-impl", "host"});
+  const std::vector<std::string> argv = workerArgv(a);
+  const SyncArgs b = parse(std::vector<std::string>(argv.begin() + 2, argv.end()));
+  EXPECT_TRUE(b.deviceMemory);
+  EXPECT_EQ(b.staging, "per-tensor");
+  EXPECT_EQ(b.stagingBucket, "1MiB");
+  EXPECT_EQ(b.stagingStreams, 3);
+  EXPECT_EQ(b.deviceMemoryImpl, "host");
+  EXPECT_FALSE(parse({}).deviceMemory);
+}
+
 }  // namespace
 }  // namespace tide::harness
