@@ -4,10 +4,15 @@
 #   1. build the GPU targets with CUDA and NCCL required (or use a build
 #      directory given with --build DIR, e.g. one made on another machine);
 #   2. the GPU tests: the kernels' host math, the device tests (fill,
-#      checksum, FP8 vs the CPU reference, staging, IPC, NCCL), the nccl
-#      backend's, and `tide bench gpu`'s CLI test; on a GPU machine a
+#      checksum, FP8 vs the CPU reference, staging, the CUDA shard memory,
+#      IPC, NCCL), the nccl backend's, the executor with its shards in CUDA
+#      memory, and `tide bench gpu`'s CLI test; on a GPU machine a
 #      "no CUDA device" skip is a failure;
-#   3. `tide bench gpu` (4 KiB .. 1 GiB) into results/gpu/bench-gpu.json.
+#   3. `tide sync --device-memory`: p2p and broadcast between processes over
+#      shm and tcp, per tensor and bucketed, bit-exact from GPU to GPU
+#      (tests/harness/sync_device_cli_test.sh gpu), and one p2p and one
+#      broadcast update kept as results/gpu/sync-device-{p2p,broadcast}.json;
+#   4. `tide bench gpu` (4 KiB .. 1 GiB) into results/gpu/bench-gpu.json.
 # Everything it prints goes to results/gpu/gpu-check.log too.
 #
 #   scripts/gpu-check.sh [--budget SECONDS] [--build DIR] [--max-size SIZE]
@@ -35,7 +40,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 BINARIES="tide tests/engine/gpu/gpu_math_test tests/engine/gpu/gpu_device_test
-  tests/engine/gpu/gpu_ipc_peer tests/engine/transport/nccl_test"
+  tests/engine/gpu/gpu_ipc_peer tests/engine/transport/nccl_test
+  tests/engine/exec/device_executor_test"
 if [ -n "$STAGE" ]; then
   from=${BUILD:-build}
   for b in $BINARIES; do
@@ -68,7 +74,7 @@ if [ -z "$BUILD" ]; then
     -DTIDE_WITH_NCCL=ON -DTIDE_FUZZ_TESTS=OFF > "$OUT/cmake.log" 2>&1 ||
     { tail -30 "$OUT/cmake.log"; echo "FAIL: cmake"; exit 1; }
   timeout "$(left)" cmake --build "$BUILD" -j "$(nproc)" --target tide gpu_math_test \
-    gpu_device_test gpu_ipc_peer nccl_test > "$OUT/build.log" 2>&1 ||
+    gpu_device_test gpu_ipc_peer nccl_test device_executor_test > "$OUT/build.log" 2>&1 ||
     { tail -40 "$OUT/build.log"; echo "FAIL: build"; exit 1; }
 fi
 BUILD=$(cd "$BUILD" && pwd)
@@ -98,6 +104,19 @@ gtest() {
 gtest gpu_math_test "$T/gpu/gpu_math_test" 120
 gtest gpu_device_test "$T/gpu/gpu_device_test" 180
 gtest nccl_test "$T/transport/nccl_test" 120
+gtest device_executor_test "$T/exec/device_executor_test" 120
+
+step "tide sync --device-memory (sync_device_cli_test.sh gpu)"
+timeout 240 bash tests/harness/sync_device_cli_test.sh "$BUILD/tide" gpu
+r=$?
+[ "$r" = 0 ] || { echo "FAIL: sync_device_cli_test gpu exit $r (77: skipped on a GPU machine)"; rc=1; }
+for s in p2p broadcast; do
+  step "tide sync --device-memory --strategy $s"
+  timeout 120 "$BUILD/tide" sync --model tiny-moe --train tp=2,pp=2,ep=2 \
+    --infer engines=2,tp=2,ep=2 --cluster h100-ib-8x400:nodes=2 --ranks processes --backend shm \
+    --strategy "$s" --steps 3 --poison --device-memory --staging bucketed \
+    --json "$OUT/sync-device-$s.json" || { echo "FAIL: sync --device-memory $s (exit $?)"; rc=1; }
+done
 
 step "gpu_bench_cli_test"
 timeout 180 bash tests/harness/gpu_bench_cli_test.sh "$BUILD/tide" ||
