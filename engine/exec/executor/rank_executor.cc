@@ -83,6 +83,19 @@ Status RankExecutor::setup() {
 // switch, the inference shard's second copy too.
 Status RankExecutor::registerSpaces() {
   const RankLayout& me = layouts_[rank_];
+  // Device memory first, before anything is registered or published. A
+  // rank without it is the run's cause, not a consequence of a peer gone
+  // (which is what kUnavailable says in runThreads), hence the code.
+  std::unique_ptr<gpu::ShardMemory> memory;
+  if (options_.shardMemory) {
+    auto m = options_.shardMemory(weights_, rank_);
+    if (!m.isOk()) {
+      return TIDE_ERROR(
+          Code::kFailedPrecondition,
+          "device memory on rank " + std::to_string(rank_) + ": " + m.status().message());
+    }
+    memory = std::move(*m);
+  }
   for (int s = 0; s < kSpaceCount; ++s) {
     const uint64_t bytes = me.spaceBytes(static_cast<Space>(s));
     if (bytes == 0) continue;
@@ -90,8 +103,7 @@ Status RankExecutor::registerSpaces() {
     TIDE_RETURN_IF_ERROR(store_.set(regionKey(rank_, s), spaces_[s].descriptor().serialize()));
   }
   TIDE_RETURN_IF_ERROR(checkSwitch());
-  if (options_.shardMemory) {
-    TIDE_ASSIGN_OR_RETURN(auto memory, options_.shardMemory(weights_, rank_));
+  if (memory) {
     TIDE_ASSIGN_OR_RETURN(
         device_,
         DeviceShards::create(std::move(memory), me, spaces_[static_cast<int>(Space::kTrain)].data(),
