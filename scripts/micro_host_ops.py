@@ -21,24 +21,12 @@ Needs Debian's python3-torch (apt-get install python3-torch); without it,
 the script says so and exits 2.
 """
 import argparse
-import json
 import os
-import platform
-import statistics
 import sys
 import tempfile
 import time
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from micro_common import emit, host, summary
 
 
 def timed(fn, inner, reps):
@@ -50,16 +38,6 @@ def timed(fn, inner, reps):
             fn()
         out.append((time.perf_counter() - t0) / inner)
     return out
-
-
-def summary(samples, unit_scale, unit):
-    return {
-        "median": statistics.median(samples) * unit_scale,
-        "min": min(samples) * unit_scale,
-        "max": max(samples) * unit_scale,
-        "unit": unit,
-        "repetitions": len(samples),
-    }
 
 
 def main():
@@ -126,19 +104,12 @@ def main():
     doc = {
         "schema": "tide.micro.host_ops/1",
         "command": "/usr/bin/python3 scripts/micro_host_ops.py" + (f" --out {a.out}" if a.out else ""),
-        "cpu_model": cpu_model(),
-        "cores": os.cpu_count(),
-        "load_average": list(os.getloadavg()),
-        "python": platform.python_version(),
+        **host(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
         "results": results,
     }
-    text = json.dumps(doc, indent=2) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    sys.stdout.write(text)
+    emit(doc, a.out)
     return 0
 
 

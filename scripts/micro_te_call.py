@@ -21,28 +21,10 @@ is not timed: no transfer engine runs here.
 Usage: python3 scripts/micro_te_call.py [--out FILE] [--reps N]
 """
 import argparse
-import json
-import os
-import platform
-import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def summary(samples, scale, unit, reps):
-    return {"median": statistics.median(samples) * scale, "min": min(samples) * scale,
-            "max": max(samples) * scale, "unit": unit, "repetitions": reps}
+from micro_common import emit, host, summary
 
 
 def main():
@@ -94,20 +76,13 @@ def main():
     out = {
         "schema": "tide.micro.te_call/1",
         "command": "python3 scripts/micro_te_call.py" + (f" --out {a.out}" if a.out else ""),
-        "cpu_model": cpu_model(),
-        "cores": os.cpu_count(),
-        "load_average": list(os.getloadavg()),
-        "python": platform.python_version(),
+        **host(),
         "results": {
-            "pool_handoff": summary(handoff, 1e6, "us", a.reps),
-            "per_name": summary(per_name, 1e9, "ns", a.reps),
+            "pool_handoff": summary(handoff, 1e6, "us"),
+            "per_name": summary(per_name, 1e9, "ns"),
         },
     }
-    text = json.dumps(out, indent=2) + "\n"
-    if a.out:
-        with open(a.out, "w") as f:
-            f.write(text)
-    print(text, end="")
+    emit(out, a.out)
 
 
 if __name__ == "__main__":
