@@ -10,14 +10,14 @@
 # up is a failure. Ends with one summary line.
 #
 #   softroce-tests.sh [BUILD]     (default: build)
-# Env: TIDE_SOFTROCE_TIMEOUT (s, default 720), TIDE_SOFTROCE_CTEST_ARGS.
+# Env: TIDE_SOFTROCE_TIMEOUT (s, default 1800), TIDE_SOFTROCE_CTEST_ARGS.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SR=$ROOT/scripts/softroce.sh
 BUILD=${1:-build}
 [ -d "$BUILD" ] || { echo "softroce tests: FAILED: no build directory $BUILD"; exit 1; }
 BUILD=$(cd "$BUILD" && pwd -P)
-TIMEOUT=${TIDE_SOFTROCE_TIMEOUT:-720}
+TIMEOUT=${TIDE_SOFTROCE_TIMEOUT:-1800}
 T0=$(date +%s)
 
 summary() { echo "softroce tests: $* ($(($(date +%s) - T0)) s)"; }
