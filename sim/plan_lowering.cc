@@ -144,6 +144,14 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
       path = onlyLink(topo.gpu(a).hbm);
       tp = TaskPath::kCompute;
       moved = plan::fp8PassBytes(2 * grp.bytes, 0);
+    } else if (a == b && src != dst) {
+      // Two ranks of one GPU (colocated): the importer maps the exporter's
+      // buffer by CUDA IPC and copies from it on the device, reading and
+      // writing each byte through the GPU's memory. The one-time exchange
+      // and opening of the IPC handles is not modelled.
+      path = onlyLink(topo.gpu(a).hbm);
+      tp = TaskPath::kCompute;
+      moved = 2 * grp.bytes;
     } else if (a == b) {
       path = onlyLink(topo.hostMem(topo.nodeOf(a)));  // a host memory copy
       tp = TaskPath::kHostMem;
@@ -179,6 +187,10 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
       topo.appendPath(a, b, h.links);
       h.cap = topo.hopCapacity(a, b);
       h.lat = topo.latency(a, b);
+      if (a == b) {  // a hop between two ranks of one GPU: a device copy
+        h.links = onlyLink(topo.gpu(a).hbm);
+        h.cap = h.links.empty() ? 0 : solver.capacity(h.links.front()) / 2;
+      }
       if (hostTcp != kNoLink && sameNode(a, b)) {
         h.links.push_back(hostTcp);  // the solver charges a re-crossed link once
         h.cap = hostTcpBps;

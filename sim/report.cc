@@ -57,7 +57,8 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
 void printScenarioInputs(const Scenario& sc) {
   const auto& p = sc.strategy;
   auto nodes = [](int n) { return std::to_string(n) + (n == 1 ? " node" : " nodes"); };
-  std::string inferWhere = sc.sharesTrainNodes()
+  std::string inferWhere = sc.colocated ? std::string("the training ranks' GPUs (colocated)")
+                           : sc.sharesTrainNodes()
                                ? "GPUs " + std::to_string(sc.inferBase()) + "-" +
                                      std::to_string(sc.inferBase() + sc.infer.worldSize() - 1) +
                                      " of the training " + (sc.trainNodes == 1 ? "node" : "nodes")

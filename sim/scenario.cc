@@ -132,10 +132,12 @@ Result<workloads::ModelSpec> parseModelTable(const toml::table& m, std::string_v
   return spec;
 }
 
-// A layout table: `layout` and, optionally, `nodes` (-1 when absent).
+// A layout table: `layout` and, optionally, `nodes` (-1 when absent) and,
+// for the engines (`colocated` not null), `colocated`.
 template <typename Layout, typename Parse>
 Status parseLayoutTable(const toml::table& t, std::string_view origin, const char* table,
-                        Parse parse, Layout& layout, int& nodes, bool mayShare) {
+                        Parse parse, Layout& layout, int& nodes, bool mayShare,
+                        bool* colocated = nullptr) {
   TomlFields f(t, tableOrigin(origin, table));
   std::string text;
   TIDE_RETURN_IF_ERROR(f.getString("layout", text, true));
@@ -145,6 +147,12 @@ Status parseLayoutTable(const toml::table& t, std::string_view origin, const cha
   nodes = -1;
   TIDE_RETURN_IF_ERROR(f.getInt("nodes", nodes, 1 << 20, false));
   if (nodes == 0 && !mayShare) return f.error("nodes", "must be at least 1");
+  if (colocated) {
+    TIDE_RETURN_IF_ERROR(f.getBool("colocated", *colocated));
+    if (*colocated && nodes > 0)
+      return f.error("colocated",
+                     "puts the engines on the training ranks' GPUs: leave 'nodes' out (or 0)");
+  }
   return f.rejectUnknown();
 }
 
@@ -341,7 +349,8 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   TIDE_RETURN_IF_ERROR(parseLayoutTable(*train, origin, "train", workloads::parseTrainLayout,
                                         s.train, trainNodes, false));
   TIDE_RETURN_IF_ERROR(parseLayoutTable(*infer, origin, "infer", workloads::parseInferLayout,
-                                        s.infer, inferNodes, true));
+                                        s.infer, inferNodes, true, &s.colocated));
+  if (s.colocated) inferNodes = 0;
   TIDE_ASSIGN_OR_RETURN(s.cluster, parseClusterTable(*cluster, origin));
   const int g = s.cluster.gpusPerNode;
   TIDE_ASSIGN_OR_RETURN(s.trainNodes,
@@ -405,7 +414,15 @@ Status validateScenario(const Scenario& s) {
   if (auto st = workloads::validate(s.infer, s.model); !st.isOk()) {
     return st.withContext("[infer] layout");
   }
-  if (s.sharesTrainNodes() && s.train.worldSize() + s.infer.worldSize() > s.trainNodes * g) {
+  if (s.colocated && s.infer.worldSize() != s.train.worldSize()) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "[infer] colocated = true puts inference rank i on training rank i's GPU, "
+                      "but the layouts have " +
+                          std::to_string(s.infer.worldSize()) + " inference and " +
+                          std::to_string(s.train.worldSize()) + " training ranks");
+  }
+  if (!s.colocated && s.sharesTrainNodes() &&
+      s.train.worldSize() + s.infer.worldSize() > s.trainNodes * g) {
     return TIDE_ERROR(Code::kInvalidArgument,
                       "[infer] nodes = 0 puts the engines on the training nodes, but " +
                           std::to_string(s.train.worldSize()) + " training and " +

@@ -53,6 +53,9 @@ struct Scenario {
   // 0 (`[infer] nodes = 0`): the engines sit on the training nodes' GPUs
   // after the training ranks.
   int inferNodes = 0;
+  // `[infer] colocated = true`: inference rank i shares training rank i's
+  // GPU (plan::Placement::colocated; as many ranks of each), inferNodes 0.
+  bool colocated = false;
   workloads::ClusterSpec cluster;
   StrategyParams strategy;
   // The non-wire costs: the cost profile's, with this scenario's overrides
@@ -70,6 +73,7 @@ struct Scenario {
   bool sharesTrainNodes() const { return inferNodes == 0; }
   // GPU id of inference rank 0: GPUs are numbered node * gpus_per_node + gpu.
   int inferBase() const {
+    if (colocated) return 0;
     return sharesTrainNodes() ? train.worldSize() : trainNodes * cluster.gpusPerNode;
   }
   // The spans of an update, in its order (StrategyResult times each).

@@ -53,6 +53,7 @@ Result<plan::TransferPlan> scenarioPlan(const sim::Scenario& sc,
   plan::Placement place;
   place.gpusPerNode = sc.cluster.gpusPerNode;
   place.inferFirstGpu = sc.inferBase();
+  place.colocated = sc.colocated;
   sync::StrategyOptions o;
   o.bucketBytes = sp.bucketFor(d.name);
   o.channels = sp.channels;
@@ -62,6 +63,15 @@ Result<plan::TransferPlan> scenarioPlan(const sim::Scenario& sc,
   o.pageBytes = sp.pageBytes;
   o.pipelined = sp.pipelined;
   o.maxStepBuckets = sp.maxSimBuckets;
+  if (sc.colocated && d.input != sync::PlanInput::kBoxes) {
+    // A step's send between two ranks of one GPU would take no link in the
+    // step lowering (sim/step_lowering.h): only moves are lowered onto the
+    // device, so only strategies planned from boxes run colocated.
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "strategy '" + std::string(d.name) +
+                          "' models engines on GPUs of their own; colocated scenarios "
+                          "([infer] colocated = true) run the strategies planned from boxes");
+  }
   plan::TransferPlan base;
   plan::Reshard reshard;
   if (d.input == sync::PlanInput::kBoxes) {
