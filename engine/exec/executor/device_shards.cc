@@ -20,10 +20,10 @@ std::vector<gpu::StagedTensor> blocksOf(const RankLayout& layout, Space s) {
 
 }  // namespace
 
-Result<std::unique_ptr<DeviceShards>> DeviceShards::create(std::unique_ptr<gpu::ShardMemory> memory,
-                                                           const RankLayout& layout,
-                                                           uint8_t* hostTrain, uint8_t* hostInfer,
-                                                           const gpu::StagingOptions& staging) {
+Result<std::unique_ptr<DeviceShards>> DeviceShards::create(
+    std::unique_ptr<gpu::ShardMemory> memory, const workloads::SyntheticWeights& weights,
+    const RankLayout& layout, int rank, uint8_t* hostTrain, uint8_t* hostInfer,
+    const gpu::StagingOptions& staging) {
   if (!memory) return TIDE_ERROR(Code::kInvalidArgument, "device shards: no shard memory");
   if (staging.streams < 1) {
     return TIDE_ERROR(Code::kInvalidArgument, "device shards: staging needs a stream");
@@ -33,7 +33,8 @@ Result<std::unique_ptr<DeviceShards>> DeviceShards::create(std::unique_ptr<gpu::
       return TIDE_ERROR(Code::kUnimplemented, "exec: training shards must be bf16");
     }
   }
-  std::unique_ptr<DeviceShards> d(new DeviceShards(std::move(memory), layout, staging));
+  std::unique_ptr<DeviceShards> d(
+      new DeviceShards(std::move(memory), weights, layout, rank, staging));
   const uint64_t trainBytes = layout.spaceBytes(Space::kTrain);
   const uint64_t inferBytes = layout.spaceBytes(Space::kInfer);
   if ((trainBytes > 0 && !hostTrain) || (inferBytes > 0 && !hostInfer)) {
@@ -73,16 +74,15 @@ Result<gpu::StageStats> DeviceShards::stageIn() {
                         staging_);
 }
 
-Result<uint64_t> DeviceShards::verifyInfer(const workloads::SyntheticWeights& weights, int rank,
-                                           int version) const {
+Result<uint64_t> DeviceShards::verifyInfer(int version) const {
   uint64_t checked = 0;
   for (const Placed& p : layout_.placed(Space::kInfer)) {
     const gpu::ShardRange r{p.offset, p.bytes};
     TIDE_ASSIGN_OR_RETURN(uint64_t got, memory_->checksum(*infer_, {&r, 1}));
-    TIDE_ASSIGN_OR_RETURN(uint64_t want, expectedChecksum(weights, p, version));
+    TIDE_ASSIGN_OR_RETURN(uint64_t want, expectedChecksum(weights_, p, version));
     if (got != want) {
-      return TIDE_ERROR(Code::kDataLoss, "verify: rank " + std::to_string(rank) + " " +
-                                             weights.inventory().tensors[p.tensor].name + " " +
+      return TIDE_ERROR(Code::kDataLoss, "verify: rank " + std::to_string(rank_) + " " +
+                                             weights_.inventory().tensors[p.tensor].name + " " +
                                              p.box.toString() + " is not version " +
                                              std::to_string(version) + " in " + kind() +
                                              " memory (xxh3 " + std::to_string(got) +
@@ -96,6 +96,28 @@ Result<uint64_t> DeviceShards::verifyInfer(const workloads::SyntheticWeights& we
 Result<uint64_t> DeviceShards::inferDigest() const {
   if (!infer_) return shardDigest(layout_, nullptr);
   return shardDigest(layout_, *memory_, *infer_);
+}
+
+Result<std::unique_ptr<gpu::ShardMemory>> openShardMemory(
+    const ShardMemoryFactory& factory, const workloads::SyntheticWeights& weights, int rank) {
+  if (!factory) return std::unique_ptr<gpu::ShardMemory>();
+  auto m = factory(weights, rank);
+  if (!m.isOk()) {
+    return TIDE_ERROR(Code::kFailedPrecondition, "device memory on rank " + std::to_string(rank) +
+                                                     ": " + m.status().message());
+  }
+  return std::move(*m);
+}
+
+Result<std::unique_ptr<ShardHome>> makeShardHome(std::unique_ptr<gpu::ShardMemory> memory,
+                                                 const workloads::SyntheticWeights& weights,
+                                                 const RankLayout& layout, int rank,
+                                                 uint8_t* hostTrain, uint8_t* hostInfer,
+                                                 const gpu::StagingOptions& staging) {
+  if (!memory) return makeHostShardHome(weights, layout, rank);
+  TIDE_ASSIGN_OR_RETURN(auto d, DeviceShards::create(std::move(memory), weights, layout, rank,
+                                                     hostTrain, hostInfer, staging));
+  return std::unique_ptr<ShardHome>(std::move(d));
 }
 
 }  // namespace tide::exec

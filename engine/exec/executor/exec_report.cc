@@ -18,7 +18,28 @@ std::string windowKey(int step, int rank) {
   return "step" + std::to_string(step) + "/window/r" + std::to_string(rank);
 }
 
+std::string resultKey(int step, int rank) {
+  return "step" + std::to_string(step) + "/result/r" + std::to_string(rank);
+}
+
 }  // namespace
+
+Status publishVerified(Store& store, int step, int rank, const Status& verified) {
+  return store.set(resultKey(step, rank),
+                   verified.isOk() ? std::string("ok") : verified.toString());
+}
+
+Status gatherVerified(Store& store, int step, int world, double timeoutSeconds) {
+  for (int r = 0; r < world; ++r) {
+    TIDE_ASSIGN_OR_RETURN(std::string res, store.get(resultKey(step, r), timeoutSeconds));
+    if (res != "ok") {
+      return TIDE_ERROR(Code::kDataLoss, "step " + std::to_string(step) +
+                                             " not bit-exact on rank " + std::to_string(r) + ": " +
+                                             res);
+    }
+  }
+  return Status::ok();
+}
 
 Status publishSwitch(Store& store, int step, int rank, double pauseSeconds, double atSeconds,
                      const GenerationStats& g, uint64_t shadowBytes) {

@@ -46,6 +46,10 @@ struct ExecReport {
 Status publishSwitch(Store& store, int step, int rank, double pauseSeconds, double atSeconds,
                      const GenerationStats& g, uint64_t shadowBytes);
 Status gatherSwitches(Store& store, int step, int world, double timeoutSeconds, ExecReport& report);
+// A rank's verification of `step` ("ok" or the error), then every rank's:
+// kDataLoss naming the first rank whose shard is not bit-exact.
+Status publishVerified(Store& store, int step, int rank, const Status& verified);
+Status gatherVerified(Store& store, int step, int world, double timeoutSeconds);
 // A joining rank's pull (seconds: with the check; pullSeconds: without).
 Status publishJoin(Store& store, int step, int rank, double seconds, double pullSeconds,
                    uint64_t bytes, uint64_t version);

@@ -9,6 +9,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/core/parse.h"
+#include "engine/exec/executor/device_shards.h"
 #include "engine/exec/executor/shard_content.h"
 
 namespace tide::exec {
@@ -83,19 +84,8 @@ Status RankExecutor::setup() {
 // switch, the inference shard's second copy too.
 Status RankExecutor::registerSpaces() {
   const RankLayout& me = layouts_[rank_];
-  // Device memory first, before anything is registered or published. A
-  // rank without it is the run's cause, not a consequence of a peer gone
-  // (which is what kUnavailable says in runThreads), hence the code.
-  std::unique_ptr<gpu::ShardMemory> memory;
-  if (options_.shardMemory) {
-    auto m = options_.shardMemory(weights_, rank_);
-    if (!m.isOk()) {
-      return TIDE_ERROR(
-          Code::kFailedPrecondition,
-          "device memory on rank " + std::to_string(rank_) + ": " + m.status().message());
-    }
-    memory = std::move(*m);
-  }
+  // Device memory first, before anything is registered or published.
+  TIDE_ASSIGN_OR_RETURN(auto memory, openShardMemory(options_.shardMemory, weights_, rank_));
   for (int s = 0; s < kSpaceCount; ++s) {
     const uint64_t bytes = me.spaceBytes(static_cast<Space>(s));
     if (bytes == 0) continue;
@@ -103,12 +93,9 @@ Status RankExecutor::registerSpaces() {
     TIDE_RETURN_IF_ERROR(store_.set(regionKey(rank_, s), spaces_[s].descriptor().serialize()));
   }
   TIDE_RETURN_IF_ERROR(checkSwitch());
-  if (memory) {
-    TIDE_ASSIGN_OR_RETURN(
-        device_,
-        DeviceShards::create(std::move(memory), me, spaces_[static_cast<int>(Space::kTrain)].data(),
-                             spaces_[kInferSpace].data(), options_.staging));
-  }
+  TIDE_ASSIGN_OR_RETURN(home_, makeShardHome(std::move(memory), weights_, me, rank_,
+                                             spaces_[static_cast<int>(Space::kTrain)].data(),
+                                             spaces_[kInferSpace].data(), options_.staging));
   const uint64_t inferBytes = me.spaceBytes(Space::kInfer);
   if (options_.shadowSwitch && inferBytes > 0) {
     TIDE_ASSIGN_OR_RETURN(inferShadow_, registerTimed(inferBytes));
@@ -180,8 +167,7 @@ UpdateHost::Buffers RankExecutor::buffers() {
 }
 
 Status RankExecutor::materializeTrain(int version) {
-  if (device_) return device_->fillTrain(version);
-  return fillTrainShard(weights_, layouts_[rank_], version, buffer(Space::kTrain));
+  return home_->fillTrain(version, buffer(Space::kTrain));
 }
 
 Status RankExecutor::loadStart() {
@@ -194,10 +180,9 @@ Status RankExecutor::loadStart() {
     TIDE_RETURN_IF_ERROR(fillInferShard(weights_, layouts_[rank_], options_.startVersion, poison,
                                         buffer(Space::kInfer)));
   }
-  // Device shards load the start version from host memory, as an engine
+  // Shards elsewhere load the start version from host memory, as an engine
   // loads its checkpoint.
-  if (device_) TIDE_RETURN_IF_ERROR(device_->stageIn().status());
-  return Status::ok();
+  return home_->afterTransfer();
 }
 
 void RankExecutor::afterTransfer(int step) {
@@ -245,18 +230,18 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   if (switch_ && serving_) switch_->beginUpdate();
   TIDE_RETURN_IF_ERROR(storeBarrier(store_, tag + "pause", world, options_.timeoutSeconds));
   out.tStart = nowSeconds();
-  // Device shards: the D2H into the staging replica and the H2D out of it
-  // are on the update's critical path, inside its window. The test hooks
-  // touch the replica before the H2D, so what they do reaches the device.
-  Status ts = device_ ? device_->stageOut().status() : Status::ok();
+  // Shards in device memory: the D2H into the staging replica and the H2D
+  // out of it are on the update's critical path, inside its window. The
+  // test hooks touch the replica before the H2D, so what they do reaches
+  // the shard.
+  Status ts = home_->beforeTransfer();
   if (ts.isOk()) ts = update_->join(step, *this);
   if (ts.isOk()) ts = update_->step(step, *this, events, out);
-  if (ts.isOk() && device_) {
+  if (ts.isOk()) {
     afterTransfer(step);
-    ts = device_->stageIn().status();
+    ts = home_->afterTransfer();
   }
   out.tEnd = nowSeconds();
-  if (ts.isOk() && !device_) afterTransfer(step);
   // Every transfer ends before any rank verifies: verification recomputes
   // the shard from the generator (CPU-bound, seconds) and, on shared cores,
   // would slow the relays and writers still running.
@@ -269,19 +254,10 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
     vs = checked.status();
     if (checked.isOk()) out.bytesVerified = *checked;
   }
-  TIDE_RETURN_IF_ERROR(store_.set(tag + "result/r" + std::to_string(rank_),
-                                  vs.isOk() ? std::string("ok") : vs.toString()));
+  TIDE_RETURN_IF_ERROR(publishVerified(store_, step, rank_, vs));
   if (!ts.isOk()) return ts;  // peers time out on what this rank did not send
   TIDE_RETURN_IF_ERROR(storeBarrier(store_, tag + "done", world, options_.timeoutSeconds));
-  for (int r = 0; r < world; ++r) {
-    TIDE_ASSIGN_OR_RETURN(
-        std::string res, store_.get(tag + "result/r" + std::to_string(r), options_.timeoutSeconds));
-    if (res != "ok") {
-      return TIDE_ERROR(Code::kDataLoss, "step " + std::to_string(step) +
-                                             " not bit-exact on rank " + std::to_string(r) + ": " +
-                                             res);
-    }
-  }
+  TIDE_RETURN_IF_ERROR(gatherVerified(store_, step, world, options_.timeoutSeconds));
   TIDE_RETURN_IF_ERROR(commit(step, out));
   return out;
 }

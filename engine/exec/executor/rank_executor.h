@@ -28,10 +28,10 @@
 #include "engine/exec/executor/rank_layout.h"
 #include "engine/exec/executor/rank_schedule.h"
 #include "engine/exec/executor/shard_content.h"
+#include "engine/exec/executor/shard_home.h"
 #include "engine/exec/executor/version_switch.h"
 #include "engine/exec/update/update_path.h"
 #include "engine/exec/weight_store/store_path.h"
-#include "engine/gpu/shard_memory.h"
 #include "engine/plan/transfer_plan.h"
 #include "engine/transport/registration.h"
 #include "engine/transport/transport.h"
@@ -83,9 +83,7 @@ struct ExecOptions {
   // gives the memory the rank's training and inference shards live in; the
   // registered host buffers become their staging replicas. Null: the shards
   // are the host buffers themselves.
-  std::function<Result<std::unique_ptr<gpu::ShardMemory>>(const workloads::SyntheticWeights&,
-                                                          int rank)>
-      shardMemory;
+  ShardMemoryFactory shardMemory;
   gpu::StagingOptions staging;  // with shardMemory: per tensor or bucketed
 };
 
@@ -133,9 +131,7 @@ class RankExecutor final : private UpdateHost {
   // Whether this rank's inference shard holds exactly `version` (kDataLoss
   // naming the first block that does not). Tests: no rank ends on a mix.
   Status checkVersion(int version) const {
-    if (device_) return device_->verifyInfer(weights_, rank_, version).status();
-    return verifyInferShard(weights_, layouts_[rank_], rank_, version, spaces_[kInferSpace].data())
-        .status();
+    return home_->verifyInfer(version, spaces_[kInferSpace].data()).status();
   }
   const RankSchedule& schedule() const { return schedule_; }
   const SetupWork& setupWork() const { return setupWork_; }
@@ -173,8 +169,7 @@ class RankExecutor final : private UpdateHost {
   Status materializeTrain(int version) override;
   Status loadStart() override;
   Result<uint64_t> verifyTarget(int version) const override {
-    if (device_) return device_->verifyInfer(weights_, rank_, version);
-    return verifyInferShard(weights_, layouts_[rank_], rank_, version, buffer(plan::Space::kInfer));
+    return home_->verifyInfer(version, buffer(plan::Space::kInfer));
   }
   // The test hooks' look at the inference shard the transfer wrote.
   void afterTransfer(int step);
@@ -195,9 +190,9 @@ class RankExecutor final : private UpdateHost {
   SetupWork setupWork_;
   transport::Registration spaces_[kSpaceCount];  // the rank's buffers, registered
   std::unique_ptr<UpdatePath> update_;
-  // With ExecOptions::shardMemory: the shards where they live (spaces_ of
-  // train and infer are then their staging replicas). Before the spaces go.
-  std::unique_ptr<DeviceShards> device_;
+  // Where the shards live: the spaces themselves, or device memory whose
+  // staging replicas they are (ExecOptions::shardMemory). Before the spaces go.
+  std::unique_ptr<ShardHome> home_;
   // Switch: the second copy of the inference shard (spaces_[kInfer] is the
   // live one; they trade places at each switch).
   transport::Registration inferShadow_;

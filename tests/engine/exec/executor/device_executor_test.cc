@@ -249,15 +249,16 @@ TEST(DeviceShardsTest, DigestAndVerifyWhereTheShardLives) {
   ASSERT_GT(L.placed(plan::Space::kInfer).size(), 1u);
   std::vector<uint8_t> host(n);
   ASSERT_TRUE(fillInferShard(w, L, 2, false, host.data()).isOk());
-  auto d = orThrow(DeviceShards::create(gpu::makeHostShardMemory(w), L, nullptr, host.data(), {}));
+  auto d =
+      orThrow(DeviceShards::create(gpu::makeHostShardMemory(w), w, L, r, nullptr, host.data(), {}));
   orThrow(d->stageIn());
   EXPECT_EQ(orThrow(d->inferDigest()), shardDigest(L, host.data()));
   EXPECT_EQ(orThrow(d->inferDigest()), orThrow(expectedShardDigest(w, L, 2)));
-  EXPECT_EQ(orThrow(d->verifyInfer(w, r, 2)), n);
+  EXPECT_EQ(orThrow(d->verifyInfer(2)), n);
   host[n - 1] ^= 1;
   orThrow(d->stageIn());
   EXPECT_NE(orThrow(d->inferDigest()), orThrow(expectedShardDigest(w, L, 2)));
-  auto bad = d->verifyInfer(w, r, 2);
+  auto bad = d->verifyInfer(2);
   ASSERT_FALSE(bad.isOk());
   EXPECT_NE(bad.status().message().find("is not version 2 in host memory"), std::string::npos)
       << bad.status().message();
