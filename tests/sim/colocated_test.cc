@@ -46,14 +46,6 @@ wire_dtype = "bf16"
 )";
 }
 
-plan::TransferPlan planOf(const Scenario& sc, std::string_view name) {
-  auto d = sync::findStrategy(name);
-  EXPECT_TRUE(d.isOk());
-  auto p = harness::scenarioPlan(sc, **d);
-  if (!p.isOk()) ADD_FAILURE() << p.status().toString();
-  return std::move(p).value();
-}
-
 int gpuOf(const plan::TransferPlan& p, uint32_t rank, int gpn) {
   return static_cast<int>(p.ranks[rank].node) * gpn + static_cast<int>(p.ranks[rank].gpu);
 }

@@ -44,14 +44,6 @@ RankBytes bytesOf(const plan::TransferPlan& p) {
   return b;
 }
 
-plan::TransferPlan planOf(const Scenario& sc, std::string_view name) {
-  auto d = sync::findStrategy(name);
-  EXPECT_TRUE(d.isOk());
-  auto p = harness::scenarioPlan(sc, **d);
-  if (!p.isOk()) ADD_FAILURE() << p.status().toString();
-  return std::move(p).value();
-}
-
 // BF16 on the wire: a tensor's wire bytes are 2 per element.
 constexpr double kWireBytesPerElement = 2;
 

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <string_view>
 
+#include "engine/sync/strategy_registry.h"
 #include "harness/sim/scenario_plans.h"
 #include "sim/scenario.h"
 
@@ -48,6 +50,15 @@ inline Scenario load(const std::string& text) {
 // Plans and simulates one strategy of a scenario, as `tide sim` does.
 inline Result<StrategyResult> simulate(const Scenario& sc, std::string_view strategy) {
   return harness::simulateStrategy(sc, strategy);
+}
+
+// The plan of one strategy of a scenario, as `tide sim` builds it.
+inline plan::TransferPlan planOf(const Scenario& sc, std::string_view name) {
+  auto d = sync::findStrategy(name);
+  EXPECT_TRUE(d.isOk());
+  auto p = harness::scenarioPlan(sc, **d);
+  if (!p.isOk()) ADD_FAILURE() << p.status().toString();
+  return std::move(p).value();
 }
 
 }  // namespace tide::sim
