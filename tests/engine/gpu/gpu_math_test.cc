@@ -178,7 +178,7 @@ TEST(GpuXxh3Math, TwoPassesEqualXxh3Of64Bits) {
   for (auto& b : data) b = static_cast<uint8_t>(rng());
   std::vector<uint64_t> lens = {241, 255, 256, 1023, 1024, 1025, 2047, 2048, 2049, 4096 + 63};
   for (int i = 0; i < 40; ++i) lens.push_back(241 + rng() % 100000);
-  lens.push_back(data.size() - 1);
+  lens.push_back(data.size() - 7);  // the longest that fits after every start below
   for (uint64_t len : lens) {
     for (uint64_t off : {uint64_t{0}, uint64_t{1}, uint64_t{7}}) {  // unaligned starts too
       ASSERT_EQ(xxh3InPasses(data.data() + off, len), XXH3_64bits(data.data() + off, len))
