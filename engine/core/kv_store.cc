@@ -77,4 +77,16 @@ Status storeBarrier(Store& store, const std::string& name, int count, double tim
   return Status::ok();
 }
 
+bool storeDepart(Store& store, const std::string& name, int rank, int count,
+                 double timeoutSeconds) {
+  if (count <= 1) return true;
+  if (rank != 0) {
+    // The last to leave tells rank 0; a lost reply to it is rank 0 leaving.
+    auto left = store.add(name + "/left", 1);
+    if (left.isOk() && *left == count - 1) (void)store.set(name + "/gone", "1");
+    return true;
+  }
+  return store.get(name + "/gone", timeoutSeconds).isOk();
+}
+
 }  // namespace tide

@@ -68,4 +68,12 @@ Result<int64_t> addToCounter(const std::string* stored, int64_t delta);
 // Waits until `count` callers have arrived at barrier `name` (a counter key).
 Status storeBarrier(Store& store, const std::string& name, int count, double timeoutSeconds);
 
+// The last store operation of a run, after its last barrier: rank 0 (the
+// process that may host the store, e.g. under mpirun, Slurm or torchrun)
+// returns once the other `count - 1` ranks have had every answer they asked
+// for, so none loses the store in the middle of a reply. Nothing can fail
+// here any more: the others ignore errors, rank 0 waits at most
+// `timeoutSeconds` and returns false when it gave up.
+bool storeDepart(Store& store, const std::string& name, int rank, int count, double timeoutSeconds);
+
 }  // namespace tide

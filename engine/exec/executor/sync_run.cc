@@ -126,6 +126,9 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
   }
   // Nobody tears down its regions while a peer may still read the store.
   TIDE_RETURN_IF_ERROR(storeBarrier(store, "finished", world, timeout));
+  if (!storeDepart(store, "finished", rank, world, timeout)) {
+    TIDE_LOG_WARN("rank 0: not every rank confirmed the end of the run within {} s", timeout);
+  }
   return out;
 }
 

@@ -71,5 +71,20 @@ TEST(MemoryStore, BarrierTimesOutWithCount) {
   EXPECT_NE(s.message().find("1/2 arrived"), std::string::npos);
 }
 
+// Rank 0 leaves once the others have; alone, it gives up after the timeout.
+TEST(MemoryStore, DepartWaitsForTheOthersOrGivesUp) {
+  MemoryStore store;
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_TRUE(storeDepart(store, "d", 2, 3, 5.0));
+  });
+  EXPECT_TRUE(storeDepart(store, "d", 1, 3, 5.0));
+  EXPECT_TRUE(storeDepart(store, "d", 0, 3, 5.0));
+  EXPECT_EQ("2", *store.get("d/left", 0.1));  // both others had left
+  late.join();
+  EXPECT_FALSE(storeDepart(store, "e", 0, 2, 0.05));
+  EXPECT_TRUE(storeDepart(store, "f", 0, 1, 0.05));  // a world of one
+}
+
 }  // namespace
 }  // namespace tide

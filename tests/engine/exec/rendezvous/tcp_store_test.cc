@@ -119,6 +119,37 @@ TEST(TcpStore, ServerGoneGivesClearError) {
   EXPECT_FALSE(a->set("k", "v").isOk());
 }
 
+// A run launched by mpirun, Slurm or torchrun: rank 0 hosts the store and
+// is the last to reach the final barrier. It leaves only after every rank
+// has had the barrier's answer (storeDepart), so none loses the store in
+// the middle of a reply.
+TEST(TcpStore, HostLeavesAfterEveryRankHasItsAnswer) {
+  constexpr int kRanks = 8;
+  for (int round = 0; round < 20; ++round) {
+    auto host = orThrow(TcpStore::host("127.0.0.1", 0, "tok"));
+    std::vector<std::future<Status>> others;
+    for (int r = 1; r < kRanks; ++r) {
+      others.push_back(std::async(std::launch::async, [&, r]() -> Status {
+        TIDE_ASSIGN_OR_RETURN(auto c, TcpStore::connect("127.0.0.1", host->port(), "tok", 5));
+        TIDE_RETURN_IF_ERROR(storeBarrier(*c, "end", kRanks, 30));
+        storeDepart(*c, "end", r, kRanks, 30);
+        return Status::ok();
+      }));
+    }
+    // Rank 0 arrives last: its own arrival completes the barrier.
+    while (orThrow(host->add("end/count", 0)) < kRanks - 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(storeBarrier(*host, "end", kRanks, 30).isOk());
+    EXPECT_TRUE(storeDepart(*host, "end", 0, kRanks, 30));
+    host.reset();  // the hosting process exits
+    for (auto& f : others) {
+      const Status st = f.get();
+      EXPECT_TRUE(st.isOk()) << "round " << round << ": " << st.toString();
+    }
+  }
+}
+
 TEST(TcpStore, ClientStartsBeforeServer) {
   int port = 0;
   {
