@@ -162,14 +162,14 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
   }
   if (a.deviceMemory) {
     j["device_memory"] = deviceMemoryJson(a);
-    std::printf("device    shards in %s memory, staged %s", a.deviceMemoryImpl.c_str(),
-                a.staging.c_str());
-    if (a.staging == "bucketed") {
+    std::printf("device    shards in %s memory, staged %s",
+                nameOf(kShardMemoryKinds, a.deviceMemoryImpl), nameOf(kStagings, a.staging));
+    if (a.staging == Staging::kBucketed) {
       std::printf(" (%s buckets, %d streams)", a.stagingBucket.c_str(), a.stagingStreams);
     }
     std::printf("\n");
   }
-  reportSwitchAndJoin(a.switchMode == "shadow", steps, extra, j);
+  reportSwitchAndJoin(a.switchMode == SwitchMode::kShadow, steps, extra, j);
   TIDE_RETURN_IF_ERROR(reportWork(p.plan, setup, j));
   std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
               p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
@@ -274,8 +274,8 @@ void runSync(const SyncArgs& args) {
 }
 
 void runSyncWith(const SyncArgs& a, const Prepared& p) {
-  const bool processes = p.emulated || a.ranks == "processes";
-  if (p.emulated && a.ranks == "threads") {
+  const bool processes = p.emulated || a.ranks == RankMode::kProcesses;
+  if (p.emulated && a.ranks == RankMode::kThreads) {
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
                                  "an emulated cluster runs its ranks as processes "
                                  "(drop --ranks threads)"));

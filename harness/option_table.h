@@ -6,7 +6,9 @@
 // launcher gives every rank of a run). A new option is one line in visit().
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <charconv>
+#include <cstddef>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -18,6 +20,37 @@ enum OptionFlags : unsigned {
   kHidden = 1u << 1,       // not in --help (test-only options)
   kLocal = 1u << 2,        // this process's only: not passed on to the ranks
 };
+
+// One name of a choice option: the text on the command line and the typed
+// value it stands for. A choice is parsed once, where it is registered; the
+// code that uses it compares enums, never strings.
+template <class E>
+struct Choice {
+  const char* name;
+  E value;
+};
+template <class E, size_t N>
+using Choices = std::array<Choice<E>, N>;
+
+template <class E, size_t N>
+const char* nameOf(const Choices<E, N>& choices, E value) {
+  for (const auto& c : choices) {
+    if (c.value == value) return c.name;
+  }
+  return "";
+}
+
+// "a, b or c" (`last` = " or "), or "a|b|c" (`sep` = `last` = "|").
+template <class E, size_t N>
+std::string choiceList(const Choices<E, N>& choices, const char* sep = ", ",
+                       const char* last = " or ") {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    if (i > 0) out += i + 1 == N ? last : sep;
+    out += choices[i].name;
+  }
+  return out;
+}
 
 class OptionRegistrar {
  public:
@@ -36,6 +69,27 @@ class OptionRegistrar {
   CLI::Option* flag(const std::string& name, bool& value, const std::string& help,
                     unsigned flags = 0) {
     return finish(cmd_->add_flag(name, value, help), flags);
+  }
+  // Any other text is a usage error naming the choices.
+  template <class E, size_t N>
+  CLI::Option* choice(const std::string& name, E& value, const Choices<E, N>& choices,
+                      const std::string& help, unsigned flags = 0) {
+    CLI::Option* o = cmd_->add_option_function<std::string>(
+        name,
+        [&value, &choices, name](const std::string& text) {
+          for (const auto& c : choices) {
+            if (text == c.name) {
+              value = c.value;
+              return;
+            }
+          }
+          throw CLI::ValidationError(name + " must be " + choiceList(choices) + " (got '" + text +
+                                     "')");
+        },
+        help);
+    o->type_name(choiceList(choices, "|", "|"));
+    if (flags & kShowDefault) o->default_str(nameOf(choices, value));
+    return finish(o, flags);
   }
 
  private:
@@ -69,6 +123,13 @@ class ArgvWriter {
   }
   void flag(const std::string& name, bool value, const std::string&, unsigned flags = 0) {
     if (!(flags & kLocal) && value) argv_.push_back(name);
+  }
+  template <class E, size_t N>
+  void choice(const std::string& name, E value, const Choices<E, N>& choices, const std::string&,
+              unsigned flags = 0) {
+    if (flags & kLocal) return;
+    argv_.push_back(name);
+    argv_.push_back(nameOf(choices, value));
   }
 
   std::vector<std::string>& argv() { return argv_; }

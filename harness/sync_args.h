@@ -55,6 +55,26 @@ struct ChaosArgs {
   }
 };
 
+// The named choices of `tide sync` (option_table.h's Choice).
+enum class RankMode { kAuto, kThreads, kProcesses };
+inline constexpr Choices<RankMode, 3> kRankModes{{{"auto", RankMode::kAuto},
+                                                  {"threads", RankMode::kThreads},
+                                                  {"processes", RankMode::kProcesses}}};
+enum class SwitchMode { kInplace, kShadow };  // version_switch.h
+inline constexpr Choices<SwitchMode, 2> kSwitchModes{
+    {{"inplace", SwitchMode::kInplace}, {"shadow", SwitchMode::kShadow}}};
+enum class LoseWhen { kRead, kImport };  // --store-lose-when
+inline constexpr Choices<LoseWhen, 2> kLoseWhens{
+    {{"read", LoseWhen::kRead}, {"import", LoseWhen::kImport}}};
+enum class Staging { kPerTensor, kBucketed };
+inline constexpr Choices<Staging, 2> kStagings{
+    {{"per-tensor", Staging::kPerTensor}, {"bucketed", Staging::kBucketed}}};
+// Where --device-memory puts the shards: CUDA, or (tests) host memory
+// standing in for the device.
+enum class ShardMemoryKind { kCuda, kHost };
+inline constexpr Choices<ShardMemoryKind, 2> kShardMemoryKinds{
+    {{"cuda", ShardMemoryKind::kCuda}, {"host", ShardMemoryKind::kHost}}};
+
 struct SyncArgs {
   WorkloadOptions workload;
   std::string backend = "tcp";
@@ -63,7 +83,7 @@ struct SyncArgs {
   std::string trace;   // append events to an existing trace file
   std::string events;  // write events to a new file
   std::string replay;  // a trace whose versions the updates are
-  std::string ranks = "auto";
+  RankMode ranks = RankMode::kAuto;
   std::string inferDtype = "bf16";
   double timeout = 120;
   int streams = 4;
@@ -75,15 +95,15 @@ struct SyncArgs {
   // store: nodes, replicas, fragment size, catalog file
   exec::StorePathOptions store;
   std::string storeFragment = "4MiB";
-  std::string storeLoseWhen = "read";  // the lost node: after the commit, or while importing
-  std::string switchMode = "inplace";  // inplace | shadow (version_switch.h)
-  int joinAtStep = -1;                 // store: the last engine joins after this step
-  int corruptRank = -1;                // testing: flip a byte of this rank's shard after step 1
-  ChaosArgs chaos;                     // --chaos: a soak with faults (sync_chaos.h)
+  LoseWhen storeLoseWhen = LoseWhen::kRead;  // the lost node: after the commit, or while importing
+  SwitchMode switchMode = SwitchMode::kInplace;
+  int joinAtStep = -1;   // store: the last engine joins after this step
+  int corruptRank = -1;  // testing: flip a byte of this rank's shard after step 1
+  ChaosArgs chaos;       // --chaos: a soak with faults (sync_chaos.h)
   // --device-memory (sync_device.h): shards in device memory, staged.
   bool deviceMemory = false;
-  std::string deviceMemoryImpl = "cuda";  // testing: "host" stands in for the device
-  std::string staging = "bucketed";       // per-tensor | bucketed
+  ShardMemoryKind deviceMemoryImpl = ShardMemoryKind::kCuda;
+  Staging staging = Staging::kBucketed;
   std::string stagingBucket = "64MiB";
   int stagingStreams = 2;
 
@@ -101,7 +121,7 @@ struct SyncArgs {
              "settings and routing");
     v.option("--events", a.events, "write transfer events to a new trace file");
     // Launched ranks are processes already.
-    v.option("--ranks", a.ranks, "auto | threads | processes", kShowDefault | kLocal);
+    v.choice("--ranks", a.ranks, kRankModes, "how the ranks run", kShowDefault | kLocal);
     v.option("--infer-dtype", a.inferDtype, "bf16 (default) | model", kShowDefault);
     v.option("--timeout", a.timeout, "seconds without progress before a rank fails", kShowDefault);
     v.option("--streams", a.streams, "tcp connections / rdma QPs per peer", kShowDefault);
@@ -118,11 +138,11 @@ struct SyncArgs {
     v.option("--store-lose-node", a.store.loseNode,
              "store, fault injection: this node's segment is dropped after version 1 is "
              "committed, before it is read");
-    v.option("--store-lose-when", a.storeLoseWhen,
+    v.choice("--store-lose-when", a.storeLoseWhen, kLoseWhens,
              "store, fault injection: the node is lost after the commit (read) or once "
              "version 1 is placed, before the trainers write it (import)",
              kShowDefault);
-    v.option("--switch", a.switchMode,
+    v.choice("--switch", a.switchMode, kSwitchModes,
              "inplace: updates land in the live shards; shadow: in a second copy while "
              "emulated generation reads the live one, then a version switch (p2p, store)",
              kShowDefault);
@@ -137,7 +157,7 @@ struct SyncArgs {
            "D2H into the registered host buffers before the transfer and H2D after it, "
            "verified on the GPU (p2p, broadcast; exit 77 \"skipped: no CUDA device\" "
            "without one)");
-    v.option("--staging", a.staging,
+    v.choice("--staging", a.staging, kStagings,
              "device memory: per-tensor (a copy and a wait per tensor) or bucketed (merged "
              "copies on --staging-streams streams, an event per bucket)",
              kShowDefault);
@@ -146,7 +166,7 @@ struct SyncArgs {
     v.option("--staging-streams", a.stagingStreams, "device memory, bucketed: CUDA streams",
              kShowDefault);
     // Tests only: "host" runs the device-memory path with host memory as the device.
-    v.option("--device-memory-impl", a.deviceMemoryImpl, "", kHidden);
+    v.choice("--device-memory-impl", a.deviceMemoryImpl, kShardMemoryKinds, "", kHidden);
     v.group("");
     ChaosArgs::visit(a.chaos, v);
     v.option("--corrupt-rank", a.corruptRank,

@@ -191,7 +191,7 @@ Status checkChaos(const SyncArgs& a, const Prepared& p) {
     return bad("--chaos-max-burst must be at most half of --timeout");
   }
   if (a.chaos.reportEvery < 1) return bad("--chaos-report must be >= 1");
-  if (!a.worker && !p.emulated && a.ranks != "processes") {  // a worker is one
+  if (!a.worker && !p.emulated && a.ranks != RankMode::kProcesses) {  // a worker is one
     return bad(
         "--chaos runs long-lived rank processes: use an emulated cluster or --ranks "
         "processes");
@@ -213,7 +213,7 @@ Status checkChaos(const SyncArgs& a, const Prepared& p) {
         "--chaos takes --strategy p2p or store (broadcast forwards from inference "
         "shards, deltas apply to the version before)");
   }
-  if (a.switchMode != "shadow" && !(a.chaos.allowInplace && full)) {
+  if (a.switchMode != SwitchMode::kShadow && !(a.chaos.allowInplace && full)) {
     return bad("--chaos needs --switch shadow: an update that fails in place leaves torn shards");
   }
   if (a.joinAtStep >= 0) return bad("--chaos restarts engines itself: drop --join-engine-at-step");
@@ -309,7 +309,7 @@ Result<int> runChaos(const SyncArgs& a, const Prepared& p, exec::EmulatedCluster
     j["schema"] = "tide.sync.chaos/1";
     j["seed"] = seed;
     j["strategy"] = p.strategy;
-    j["switch"] = a.switchMode;
+    j["switch"] = nameOf(kSwitchModes, a.switchMode);
     j["backend"] = a.backend;
     j["model"] = p.w->spec.name;
     j["train"] = p.w->train.toString();

@@ -17,7 +17,7 @@ namespace {
 gpu::StagingOptions stagingOf(const SyncArgs& a) {
   gpu::StagingOptions s;
   s.streams = a.stagingStreams;
-  if (a.staging == "bucketed") {
+  if (a.staging == Staging::kBucketed) {
     auto b = parseSize(a.stagingBucket);
     s.bucketBytes = b.isOk() ? *b : 0;
   }
@@ -27,12 +27,6 @@ gpu::StagingOptions stagingOf(const SyncArgs& a) {
 }  // namespace
 
 Status checkDeviceMemory(const SyncArgs& a, const Prepared& p) {
-  if (a.deviceMemoryImpl != "cuda" && a.deviceMemoryImpl != "host") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--device-memory-impl must be cuda or host");
-  }
-  if (a.staging != "per-tensor" && a.staging != "bucketed") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--staging must be per-tensor or bucketed");
-  }
   auto bucket = parseSize(a.stagingBucket);
   if (!bucket.isOk()) return bucket.status().withContext("--staging-bucket");
   if (*bucket == 0) return TIDE_ERROR(Code::kInvalidArgument, "--staging-bucket must be > 0");
@@ -45,7 +39,7 @@ Status checkDeviceMemory(const SyncArgs& a, const Prepared& p) {
                       "--device-memory takes full updates (p2p, broadcast), not --sparse, "
                       "disk-delta or the store");
   }
-  if (a.switchMode != "inplace") {
+  if (a.switchMode != SwitchMode::kInplace) {
     return TIDE_ERROR(Code::kInvalidArgument, "--device-memory updates in place: drop --switch");
   }
   if (a.chaos.on()) {
@@ -55,7 +49,7 @@ Status checkDeviceMemory(const SyncArgs& a, const Prepared& p) {
 }
 
 void skipWithoutDevice(const SyncArgs& a) {
-  if (!a.deviceMemory || a.deviceMemoryImpl != "cuda") return;
+  if (!a.deviceMemory || a.deviceMemoryImpl != ShardMemoryKind::kCuda) return;
 #ifdef TIDE_HAVE_GPU
   if (gpu::deviceCount() == 0)
     throw CLI::RuntimeError(std::string("skipped: ") + gpu::kNoDevice, 77);
@@ -68,7 +62,7 @@ void skipWithoutDevice(const SyncArgs& a) {
 void setDeviceMemory(const SyncArgs& a, exec::RankRunOptions& o) {
   if (!a.deviceMemory) return;
   o.exec.staging = stagingOf(a);
-  const bool host = a.deviceMemoryImpl == "host";
+  const bool host = a.deviceMemoryImpl == ShardMemoryKind::kHost;
   o.exec.shardMemory = [host](const workloads::SyntheticWeights& w,
                               int rank) -> Result<std::unique_ptr<gpu::ShardMemory>> {
     if (host) return gpu::makeHostShardMemory(w);
@@ -87,12 +81,12 @@ void setDeviceMemory(const SyncArgs& a, exec::RankRunOptions& o) {
 nlohmann::json deviceMemoryJson(const SyncArgs& a) {
   if (!a.deviceMemory) return nullptr;
   const gpu::StagingOptions s = stagingOf(a);
-  nlohmann::json j = {{"memory", a.deviceMemoryImpl},
-                      {"staging", a.staging},
+  nlohmann::json j = {{"memory", nameOf(kShardMemoryKinds, a.deviceMemoryImpl)},
+                      {"staging", nameOf(kStagings, a.staging)},
                       {"bucket_bytes", s.bucketBytes},
                       {"streams", s.streams}};
 #ifdef TIDE_HAVE_GPU
-  if (a.deviceMemoryImpl == "cuda") {
+  if (a.deviceMemoryImpl == ShardMemoryKind::kCuda) {
     if (auto info = gpu::deviceInfo(0); info.isOk()) {
       j["gpu"] = {{"name", info->name},
                   {"driver_version", gpu::DeviceInfo::versionText(info->driverVersion)},

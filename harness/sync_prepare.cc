@@ -18,9 +18,6 @@ Result<Prepared> prepare(const SyncArgs& a) {
   Prepared p;
   if (a.steps < 1) return TIDE_ERROR(Code::kInvalidArgument, "--steps must be >= 1");
   if (!(a.timeout > 0)) return TIDE_ERROR(Code::kInvalidArgument, "--timeout must be > 0");
-  if (a.ranks != "auto" && a.ranks != "threads" && a.ranks != "processes") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--ranks must be auto, threads or processes");
-  }
   // -1 is the default, "none"; anything lower is a typo, not a request.
   if (a.store.loseNode < -1) {
     return TIDE_ERROR(Code::kInvalidArgument, "--store-lose-node must be a node index >= 0 (got " +
@@ -108,17 +105,11 @@ Result<Prepared> prepare(const SyncArgs& a) {
                             std::to_string(sl.nodes) + " store nodes");
     }
   }
-  if (a.switchMode != "inplace" && a.switchMode != "shadow") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--switch must be inplace or shadow");
-  }
-  if (a.switchMode == "shadow" && p.mode != exec::UpdateMode::kStore &&
+  if (a.switchMode == SwitchMode::kShadow && p.mode != exec::UpdateMode::kStore &&
       p.mode != exec::UpdateMode::kFull) {
     return TIDE_ERROR(
         Code::kInvalidArgument,
         "--switch shadow takes full updates or the store, not --sparse or disk-delta");
-  }
-  if (a.storeLoseWhen != "read" && a.storeLoseWhen != "import") {
-    return TIDE_ERROR(Code::kInvalidArgument, "--store-lose-when must be read or import");
   }
   if (a.joinAtStep >= 0) {
     if (p.mode != exec::UpdateMode::kStore) {
@@ -150,8 +141,8 @@ exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p) {
   o.exec.store = a.store;
   if (auto f = parseSize(a.storeFragment); f.isOk()) o.exec.store.fragmentBytes = *f;
   o.exec.store.loseStep = 1;
-  o.exec.store.loseDuringImport = a.storeLoseWhen == "import";
-  o.exec.shadowSwitch = a.switchMode == "shadow";
+  o.exec.store.loseDuringImport = a.storeLoseWhen == LoseWhen::kImport;
+  o.exec.shadowSwitch = a.switchMode == SwitchMode::kShadow;
   if (a.joinAtStep >= 0) {
     // The last engine's ranks: the last tp inference ranks.
     std::vector<int> readers;

@@ -82,7 +82,7 @@ TEST(SyncArgs, RanksParseBackWhatTheDriverHolds) {
   EXPECT_EQ(b.json, "out.json");
   EXPECT_EQ(b.joinAtStep, 1);
   EXPECT_EQ(b.storeFragment, "1MiB");
-  EXPECT_EQ(b.ranks, "auto");
+  EXPECT_EQ(b.ranks, RankMode::kAuto);
   EXPECT_EQ(b.chaos.reportEvery, ChaosArgs{}.reportEvery);
   // Written again, the same line: nothing is lost or changed on the way.
   EXPECT_EQ(workerArgv(b), argv);
@@ -95,10 +95,10 @@ TEST(SyncArgs, DeviceMemoryReachesTheRanks) {
   const std::vector<std::string> argv = workerArgv(a);
   const SyncArgs b = parse(std::vector<std::string>(argv.begin() + 2, argv.end()));
   EXPECT_TRUE(b.deviceMemory);
-  EXPECT_EQ(b.staging, "per-tensor");
+  EXPECT_EQ(b.staging, Staging::kPerTensor);
   EXPECT_EQ(b.stagingBucket, "1MiB");
   EXPECT_EQ(b.stagingStreams, 3);
-  EXPECT_EQ(b.deviceMemoryImpl, "host");
+  EXPECT_EQ(b.deviceMemoryImpl, ShardMemoryKind::kHost);
   EXPECT_FALSE(parse({}).deviceMemory);
 }
 

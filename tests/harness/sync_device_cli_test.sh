@@ -63,17 +63,18 @@ if [ "$MODE" = gpu ]; then
   exit 0
 fi
 
-bad() {  # expected-substring args...
+bad() {  # expected-substring args... (exit 1; TIDE_WANT_RC=2 for a usage error)
   local want=$1; shift
   "$TIDE" sync "${small[@]}" "$@" > "$dir/out" 2>&1; local rc=$?
-  [ $rc = 1 ] || { cat "$dir/out"; fail "exit $rc for: $*"; }
+  [ $rc = "${TIDE_WANT_RC:-1}" ] || { cat "$dir/out"; fail "exit $rc for: $*"; }
   [ "$(wc -l < "$dir/out")" -eq 1 ] || { cat "$dir/out"; fail "not one line: $*"; }
   grep -q -- "$want" "$dir/out" || { cat "$dir/out"; fail "no '$want' for: $*"; }
 }
 bad "--device-memory takes full updates" --device-memory --sparse
 bad "--device-memory takes full updates" --device-memory --strategy store
 bad "drop --switch" --device-memory --switch shadow
-bad "--staging must be per-tensor or bucketed" --device-memory --staging sideways
+# A name that is not a choice is a usage error, found while parsing.
+TIDE_WANT_RC=2 bad "--staging must be per-tensor or bucketed" --device-memory --staging sideways
 bad "--staging-streams must be 1..64" --device-memory --staging-streams 0
 bad "--staging-bucket must be > 0" --device-memory --staging-bucket 0
 
