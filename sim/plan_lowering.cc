@@ -17,12 +17,6 @@ namespace {
 using Key =
     std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, uint8_t>;  // stage bucket src dst kind
 
-// An emulated node link is an HTB class on a veth of MTU 1500; HTB meters
-// whole Ethernet frames, 1514 bytes for 1448 bytes of TCP payload (with
-// timestamps), so a run's payload moves at 1448/1514 of the link rate
-// (iperf3 through such a link: 94.2 of 100 Mbit/s, docs/sync.md).
-constexpr double kEmulatedPayloadFraction = 1448.0 / 1514.0;
-
 struct Group {
   double bytes = 0;
   bool dtypeChange = false;
@@ -30,8 +24,9 @@ struct Group {
 
 }  // namespace
 
-Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads::ClusterSpec& spec,
-                                    const Calibration& costs, const LoweringOptions& o) {
+Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
+                                    const workloads::ClusterSpec& cluster, const Calibration& costs,
+                                    const LoweringOptions& o) {
   const double chunkBytes = o.chunkBytes, hostTcpBps = o.hostTcpBps;
   if (o.maxBucketGroups < 0)
     return TIDE_ERROR(Code::kInvalidArgument, "bucket groups must be >= 0");
@@ -39,9 +34,7 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p, const workloads
   // its moves again would cost as much as lowering them (Kimi-K2 at 4,096
   // GPUs: 7 M moves). Its steps' locks and lanes are the lowering's concern.
   TIDE_RETURN_IF_ERROR(p.work.validate(p.ranks.size()));
-  workloads::ClusterSpec cluster = spec;
   const bool emulated = cluster.name.rfind("emulated:", 0) == 0;
-  if (emulated) cluster.nicBps *= kEmulatedPayloadFraction;
   if (hostTcpBps < 0) return TIDE_ERROR(Code::kInvalidArgument, "host tcp rate must be >= 0");
   if (p.ranks.empty()) return TIDE_ERROR(Code::kInvalidArgument, "plan has no ranks");
   int gpn = std::max(1, cluster.gpusPerNode);

@@ -24,8 +24,8 @@ namespace tide::sim {
 // and forward per hop), so a bucket's chain pays one chunk time per hop after
 // the first (the pipeline fill), at its share of the hop when other stages'
 // chains cross the same link; the plan does not carry the chunk size.
-// On an emulated cluster the NIC rate is the shaper's, which meters Ethernet
-// frames: payload moves at 1448/1514 of it. `hostTcpBps` > 0 (emulated
+// NICs move payload at the cluster's nicPayloadBps() (an emulated link's
+// shaper meters whole frames). `hostTcpBps` > 0 (emulated
 // clusters only): every node's ranks are processes of one host, so tcp
 // between two ranks of a node is that host's loopback; one link of that
 // rate, shared by all nodes, carries it (gathers, and a chain with intra-node

@@ -24,8 +24,8 @@ Topology::Topology(const workloads::ClusterSpec& spec, int nodes, FlowSolver& so
     hostMem_.push_back(maybeLink(solver, spec.hostMemBps, node + ".hostmem"));
     for (int k = 0; k < nicsPerNode_; ++k) {
       std::string nic = node + ".nic" + std::to_string(k);
-      nicTx_.push_back(maybeLink(solver, spec.nicBps, nic + ".tx"));
-      nicRx_.push_back(maybeLink(solver, spec.nicBps, nic + ".rx"));
+      nicTx_.push_back(maybeLink(solver, spec.nicPayloadBps(), nic + ".tx"));
+      nicRx_.push_back(maybeLink(solver, spec.nicPayloadBps(), nic + ".rx"));
     }
     for (int g = 0; g < gpusPerNode_; ++g) {
       std::string p = node + ".gpu" + std::to_string(g);
@@ -41,7 +41,7 @@ Topology::Topology(const workloads::ClusterSpec& spec, int nodes, FlowSolver& so
   if (nodesPerLeaf_ > 0) {
     int leaves = (nodes + nodesPerLeaf_ - 1) / nodesPerLeaf_;
     double over = std::max(1.0, spec.fabric.oversubscription);
-    double cap = nodesPerLeaf_ * nicsPerNode_ * spec.nicBps / over;
+    double cap = nodesPerLeaf_ * nicsPerNode_ * spec.nicPayloadBps() / over;
     for (int l = 0; l < leaves; ++l) {
       leafUp_.push_back(solver.addLink(cap, "leaf" + std::to_string(l) + ".up"));
       leafDown_.push_back(solver.addLink(cap, "leaf" + std::to_string(l) + ".down"));

@@ -21,7 +21,13 @@ struct ClusterSpec {
   int nodes = 1;
   int gpusPerNode = 1;
   int nicsPerNode = 1;
-  double nicBps = 0;     // per NIC, one direction
+  double nicBps = 0;  // per NIC, one direction
+  // The share of nicBps that carries payload. An emulated node link is an
+  // HTB class on a veth of MTU 1500 that meters whole Ethernet frames: 1514
+  // bytes on the wire for 1448 of TCP payload (with timestamps), so
+  // 1448/1514 there (rdma over rxe carries less per frame: still a bound).
+  // 1 for the presets and cluster files, whose rates are payload rates.
+  double nicPayloadFraction = 1.0;
   double nvlinkBps = 0;  // per GPU, one direction, achievable
   double pcieH2DBps = 0;
   double pcieD2HBps = 0;
@@ -33,6 +39,7 @@ struct ClusterSpec {
   std::vector<int> gpuNic;
 
   int worldSize() const { return nodes * gpusPerNode; }
+  double nicPayloadBps() const { return nicBps * nicPayloadFraction; }
   int nicOfGpu(int localGpu) const;
   int nodeOfRank(int rank) const { return rank / gpusPerNode; }
   std::string toString() const;

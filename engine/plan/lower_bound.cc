@@ -56,13 +56,13 @@ Result<LowerBound> lowerBound(const TransferPlan& plan, const workloads::Cluster
   const int perLeaf = c.fabric.nodesPerLeaf;
   const bool oversub = perLeaf > 0 && c.fabric.oversubscription > 1.0;
   const size_t leaves = oversub ? (c.nodes + perLeaf - 1) / perLeaf : 0;
-  Counter txNic{std::vector<uint64_t>(nics), c.nicBps};
-  Counter rxNic{std::vector<uint64_t>(nics), c.nicBps};
+  Counter txNic{std::vector<uint64_t>(nics), c.nicPayloadBps()};
+  Counter rxNic{std::vector<uint64_t>(nics), c.nicPayloadBps()};
   Counter txNv{std::vector<uint64_t>(gpus), c.nvlinkBps};
   Counter rxNv{std::vector<uint64_t>(gpus), c.nvlinkBps};
   Counter d2h{std::vector<uint64_t>(gpus), c.pcieD2HBps};
   const double uplinkBps =
-      oversub ? perLeaf * c.nicsPerNode * c.nicBps / c.fabric.oversubscription : 0.0;
+      oversub ? perLeaf * c.nicsPerNode * c.nicPayloadBps() / c.fabric.oversubscription : 0.0;
   Counter up{std::vector<uint64_t>(leaves), uplinkBps};
   Counter down{std::vector<uint64_t>(leaves), uplinkBps};
 

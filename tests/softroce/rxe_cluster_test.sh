@@ -30,7 +30,7 @@ trap 'rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # 6 nodes of one rank: 4 pipeline-stage trainers, one inference engine of
-# tp=2. At 2 Mbit/s the bounds are p2p 1.90 s, broadcast 3.66 s.
+# tp=2. At 2 Mbit/s the bounds are p2p 1.99 s, broadcast 3.83 s.
 run=(--model tiny-moe --train tp=1,pp=4 --infer engines=1,tp=2 --backend rdma
      --cluster emulated:nodes=6,gpus=1,nic=2Mbps,nics=1 --bucket 1MiB --chunk 64KiB
      --streams 1 --steps 3 --timeout 180)

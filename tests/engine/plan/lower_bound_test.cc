@@ -58,6 +58,21 @@ TEST(LowerBound, HandComputedNicBound) {
   EXPECT_DOUBLE_EQ(lb->ratio(0.6), 2.0);
 }
 
+// A NIC that carries less payload than its rate (an emulated link's shaper
+// meters whole frames) bounds the payload at that share.
+TEST(LowerBound, NicBoundAtThePayloadRate) {
+  TransferPlan p = plan();
+  p.addMove(move(0, 8, 0, 250000000));  // 1e9 B through node 0 nic 0
+  workloads::ClusterSpec c = cluster();
+  c.nicPayloadFraction = 1448.0 / 1514.0;
+  auto lb = lowerBound(p, c);
+  ASSERT_TRUE(lb.isOk()) << lb.status().toString();
+  EXPECT_DOUBLE_EQ(lb->seconds, 1e9 / (10e9 * 1448 / 1514));
+  auto e = workloads::parseEmulated("emulated:nodes=3,gpus=4,nic=10GB/s,nics=2");
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_DOUBLE_EQ(e->nicPayloadBps(), 10e9 * 1448 / 1514);
+}
+
 TEST(LowerBound, NvlinkAndPcie) {
   TransferPlan p = plan();
   p.params["staging"] = "host";
