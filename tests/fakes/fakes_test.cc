@@ -98,7 +98,35 @@ TEST(FaultyTransport, DropsAndCorruptsSilently) {
   int diffs = 0;
   for (int i = 64; i < 128; ++i) diffs += f.dst[i] != f.src[i];
   EXPECT_EQ(diffs, 1) << "exactly one corrupted byte";
-  EXPECT_EQ(f.src[64 + 32], 64 + 32) << "the caller's source is restored";
+  EXPECT_EQ(f.src[64 + 32], 64 + 32) << "the caller's source is untouched";
+}
+
+// The flipped byte is the corrupted request's alone: another batch in flight
+// over the same source bytes delivers them intact (the decorator once flipped
+// the caller's source until its batch was reaped), and a corrupted
+// WRITE_WITH_IMM still notifies once, after its data.
+TEST(FaultyTransport, CorruptsOnlyItsOwnRequest) {
+  Fixture f;
+  FaultyTransport t(std::move(f.world[0]), FaultPlan{.corruptRequest = 1});
+  f.s = orThrow(t.registerRegion(f.src.data(), f.src.size()));
+  Request a = f.write(0, 64, Op::kWriteWithImm);
+  a.imm = 7;
+  Request b = f.write(0, 64);
+  b.remoteOffset = 1000;
+  BatchId first = orThrow(t.submit(std::vector<Request>{a}));
+  BatchId second = orThrow(t.submit(std::vector<Request>{b}));
+  ASSERT_TRUE(t.wait(second, 10).isOk());
+  ASSERT_TRUE(t.wait(first, 10).isOk());
+  EXPECT_EQ(std::memcmp(f.dst.data() + 1000, f.src.data(), 64), 0) << "the other batch's bytes";
+  int diffs = 0;
+  for (int i = 0; i < 64; ++i) diffs += f.dst[i] != f.src[i];
+  EXPECT_EQ(diffs, 1);
+  EXPECT_EQ(f.dst[32], static_cast<uint8_t>(32 ^ 0xFF));
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(f.src[i], i) << "the caller's source at " << i;
+  auto n = f.world[1]->waitNotification(1);
+  ASSERT_TRUE(n.isOk()) << n.status().toString();
+  EXPECT_EQ(n->imm, 7u);
+  EXPECT_EQ(f.world[1]->waitNotification(0.05).status().code(), Code::kTimeout) << "one only";
 }
 
 TEST(FaultyTransport, DelaysCompletion) {

@@ -11,11 +11,15 @@ FaultyTransport::FaultyTransport(std::unique_ptr<Transport> inner, FaultPlan pla
       worldSize_(inner_->worldSize()),
       caps_(inner_->capabilities()) {}
 
-// A corruption of the caller's source buffer that was never reaped is undone
-// when its region is deregistered: after that the memory may be gone.
-FaultyTransport::~FaultyTransport() = default;
+FaultyTransport::~FaultyTransport() {
+  die();
+}
 
+// The patch is deregistered while the inner transport lives; its memory is
+// freed only with the decorator, after the inner transport (which may still
+// be sending from it) is gone.
 void FaultyTransport::die() {
+  patch_.reset();
   inner_.reset();
 }
 
@@ -41,10 +45,6 @@ Status FaultyTransport::deregisterRegion(uint32_t id) {
       return p >= it->second.base && p < it->second.base + it->second.size;
     };
     for (auto& [batch, p] : pending_) {
-      if (p.restoreAt != nullptr && inside(p.restoreAt)) {
-        *p.restoreAt ^= 0xFF;
-        p.restoreAt = nullptr;
-      }
       if (p.flipAfter != nullptr && inside(p.flipAfter)) p.flipAfter = nullptr;
     }
     localBase_.erase(it);
@@ -85,8 +85,8 @@ Result<BatchId> FaultyTransport::submit(std::span<const Request> requests) {
         if (r.op == Op::kRead) {
           p.flipAfter = byte;
         } else {
-          *byte ^= 0xFF;  // the target receives the flipped byte
-          p.restoreAt = byte;
+          TIDE_RETURN_IF_ERROR(patchWrite(r, static_cast<uint8_t>(*byte ^ 0xFF), keep));
+          continue;
         }
       }
     }
@@ -94,10 +94,7 @@ Result<BatchId> FaultyTransport::submit(std::span<const Request> requests) {
   }
   if (!dead()) {
     auto inner = inner_->submit(keep);
-    if (!inner.isOk()) {
-      if (p.restoreAt != nullptr) *p.restoreAt ^= 0xFF;
-      return inner.status();
-    }
+    if (!inner.isOk()) return inner.status();
     p.inner = *inner;
     p.hasInner = true;
   }
@@ -106,10 +103,39 @@ Result<BatchId> FaultyTransport::submit(std::span<const Request> requests) {
   return id;
 }
 
+// The write goes out in up to three requests, its middle byte sent flipped
+// from the patch region. The caller's source is never touched: other batches
+// in flight may be reading the same bytes.
+Status FaultyTransport::patchWrite(const Request& r, uint8_t flipped, std::vector<Request>& out) {
+  if (!patch_.registered()) {
+    TIDE_ASSIGN_OR_RETURN(patch_, Registration::borrow(*inner_, &patchByte_, 1));
+  }
+  patchByte_ = flipped;  // FaultPlan corrupts one request: never rewritten in flight
+  const uint64_t k = r.length / 2;
+  const uint64_t after = r.length - k - 1;
+  Request piece = r;
+  piece.op = Op::kWrite;
+  piece.length = k;
+  if (k > 0) out.push_back(piece);
+  piece.localRegion = patch_.id();
+  piece.localOffset = 0;
+  piece.remoteOffset = r.remoteOffset + k;
+  piece.length = 1;
+  if (after == 0) piece.op = r.op;  // the notification rides on the last piece
+  out.push_back(piece);
+  if (after > 0) {
+    piece = r;
+    piece.localOffset = r.localOffset + k + 1;
+    piece.remoteOffset = r.remoteOffset + k + 1;
+    piece.length = after;
+    out.push_back(piece);
+  }
+  return Status::ok();
+}
+
 Result<bool> FaultyTransport::finish(BatchId id, Pending& p, Result<bool> innerDone) {
   if (innerDone.isOk() && !*innerDone) return false;
   if (Clock::now() < p.readyAt) return false;
-  if (p.restoreAt != nullptr) *p.restoreAt ^= 0xFF;
   if (p.flipAfter != nullptr && innerDone.isOk()) *p.flipAfter ^= 0xFF;
   Status injected = p.injected;
   pending_.erase(id);

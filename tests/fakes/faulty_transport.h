@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/core/clock.h"
+#include "engine/transport/registration.h"
 #include "engine/transport/transport.h"
 
 namespace tide::transport::fakes {
@@ -54,9 +55,9 @@ class FaultyTransport final : public Transport {
     Status injected;
     Clock::time_point readyAt;
     char* flipAfter = nullptr;  // READ corruption: flip when done
-    char* restoreAt = nullptr;  // WRITE corruption: source byte to restore
   };
   Status gone() const;
+  Status patchWrite(const Request& r, uint8_t flipped, std::vector<Request>& out);
   Result<bool> finish(BatchId id, Pending& p, Result<bool> innerDone);
 
   std::unique_ptr<Transport> inner_;
@@ -72,6 +73,9 @@ class FaultyTransport final : public Transport {
   std::map<uint32_t, Extent> localBase_;
   std::map<BatchId, Pending> pending_;
   BatchId next_ = 1;
+  // The flipped byte a corrupted WRITE sends instead of the caller's.
+  uint8_t patchByte_ = 0;
+  Registration patch_;
 };
 
 }  // namespace tide::transport::fakes
