@@ -394,12 +394,16 @@ TEST_P(Conformance, MessagesSentBeforeAPeerLeavesAllArrive) {
   }
 }
 
-// Submits `count` large writes to rank 1 and returns their ids.
+// Submits `count` batches that together write all of `src` to rank 1, each
+// its own slice: batches in flight at once never write the same bytes (that
+// would be the caller's data race, which tsan reports), and returns their ids.
 std::vector<BatchId> floodWrites(Transport& t, const Buffer& src, const RemoteRegion& d,
                                  int count) {
   std::vector<BatchId> ids;
+  const uint64_t total = src.bytes.size(), slice = total / count;
   for (int i = 0; i < count; ++i) {
-    auto id = t.submit(std::vector<Request>{write(src, 0, d, 0, src.bytes.size())});
+    const uint64_t off = i * slice, len = i + 1 == count ? total - off : slice;
+    auto id = t.submit(std::vector<Request>{write(src, off, d, off, len)});
     if (!id.isOk()) break;  // the peer may already be known gone
     ids.push_back(*id);
   }
