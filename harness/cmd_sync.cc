@@ -22,6 +22,7 @@
 #include "engine/core/units.h"
 #include "engine/exec/launch/emulated_cluster.h"
 #include "engine/exec/launch/launcher.h"
+#include "engine/exec/launch/net_namespace.h"
 #include "engine/exec/launch/rxe_cluster.h"
 #include "engine/exec/rendezvous/rank_env.h"
 #include "harness/command.h"
@@ -328,13 +329,19 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
                 cluster->prefix().c_str(), nodes - 1,
                 p.w->cluster.nicBps * p.w->cluster.nicsPerNode / 1e9);
     std::fflush(stdout);
-    lo.masterAddr = exec::EmulatedCluster::hostAddress();
+    lo.masterAddr = exec::EmulatedCluster::hubAddress();
     lo.env[kNetnsEnv] = cluster->prefix();
   }
   Result<int> code = 130;
   lo.interrupted = &gInterrupted;  // a Ctrl-C before the launcher's handlers are in
-  if (!gInterrupted)
+  if (!gInterrupted) {
+    // The store is hosted, and the ranks started, from inside the cluster's
+    // hub namespace (each rank then moves to its node's): the host's own
+    // network plays no part. Back in the host's namespace before teardown.
+    std::optional<exec::NamespaceScope> hub;
+    if (cluster) hub.emplace(orThrow(exec::NamespaceScope::enter(cluster->hubNamespace())));
     code = a.chaos.on() ? runChaos(a, p, cluster.get(), gInterrupted) : exec::launch(lo);
+  }
   if (rxeCluster && code.isOk() && *code == 0) reportRxeLinks(a, *rxeCluster);
   for (Status s : {cluster ? cluster->teardown() : Status::ok(),
                    rxeCluster ? rxeCluster->teardown() : Status::ok()}) {

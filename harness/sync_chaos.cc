@@ -274,7 +274,7 @@ Result<int> runChaos(const SyncArgs& a, const Prepared& p, exec::EmulatedCluster
   o.workerArgv = workerArgv(a);
   if (cluster) {
     o.env[kNetnsEnv] = cluster->prefix();
-    o.masterAddr = exec::EmulatedCluster::hostAddress();
+    o.masterAddr = exec::EmulatedCluster::hubAddress();  // in its hub namespace: cmd_sync.cc
   }
   o.interrupted = &interrupted;
   o.onWindow = printWindow;

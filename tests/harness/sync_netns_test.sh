@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tide sync` on an emulated cluster (one network namespace per node, shaped
 # links): verifies bit-exact, leaves no namespace behind on success or on
-# Ctrl-C, and `tide cluster cleanup` works. Needs root: skipped (77) otherwise.
+# Ctrl-C, works from a host whose own network uses the cluster's subnet, and
+# `tide cluster cleanup` works. Needs root: skipped (77) otherwise.
 set -u
 TIDE=$1
 PY=/usr/bin/python3
@@ -35,6 +36,21 @@ for s in p2p broadcast; do
   grep -q "^cluster .* namespaces td" "$dir/out" || { cat "$dir/out"; fail "no cluster line"; }
   [ -z "$(left_by "$dir/out")" ] || fail "namespaces left after $s: $(left_by "$dir/out")"
 done
+# A host whose own network already holds 198.51.100.0/24 (a namespace of the
+# test's with that subnet on a veth of its own, the launcher started in it): the
+# cluster keeps nothing in the launcher's namespace, so the host's routes do
+# not take its traffic (when the store was on a veth there, the ranks' SYNs
+# were answered through that veth and every connect timed out).
+host=tdtest-host-$$
+ip netns add "$host" || fail "cannot create $host"
+trap 'ip netns del "$host" 2> /dev/null; rm -rf "$dir"' EXIT
+ip -n "$host" link set lo up && ip -n "$host" link add v0 type veth peer name v1 \
+  && ip -n "$host" addr add 198.51.100.2/24 dev v0 && ip -n "$host" link set v1 up \
+  && ip -n "$host" link set v0 up || fail "cannot set up $host"
+nsenter --net=/run/netns/"$host" "$TIDE" sync "${small[@]}" --strategy p2p --steps 1 \
+  > "$dir/host" 2>&1 || { cat "$dir/host"; fail "emulated p2p from a host on 198.51.100.0/24"; }
+[ -z "$(left_by "$dir/host")" ] || fail "namespaces left: $(left_by "$dir/host")"
+ip netns del "$host"
 # Ctrl-C in the middle of a longer run: everything is torn down.
 "$TIDE" sync "${small[@]}" --strategy p2p --steps 50 > "$dir/int" 2>&1 &
 pid=$!

@@ -1,7 +1,6 @@
 #include "engine/exec/launch/emulated_cluster.h"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,18 +127,19 @@ Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, doub
 
 Status EmulatedCluster::build(double bytesPerSecond) {
   up_ = true;
-  const std::string br = prefix_ + "-br";
+  const std::string br = hubNamespace();
   TIDE_RETURN_IF_ERROR(runTool({"ip", "netns", "add", br}));
   namespaces_.push_back(br);
   TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "add", "br0", "type", "bridge"}));
   TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", "br0", "up"}));
-  // Host side: unshaped, for the rendezvous store.
-  const std::string h = prefix_ + "h", hb = prefix_ + "hb";
-  TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "add", h, "type", "veth", "peer", "name", hb}));
-  TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", hb, "netns", br}));
-  TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", hb, "master", "br0", "up"}));
-  TIDE_RETURN_IF_ERROR(runTool({"ip", "addr", "add", hostAddress() + "/24", "dev", h}));
-  TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", h, "up"}));
+  // The hub: the bridge's own address, where the launcher hosts the
+  // rendezvous store from inside this namespace (NamespaceScope). Nothing of
+  // the cluster is in the host's namespace, so the host's own addresses,
+  // routes and firewall cannot take the cluster's traffic.
+  TIDE_RETURN_IF_ERROR(
+      runTool({"ip", "-n", br, "addr", "add", hubAddress() + "/24", "dev", "br0"}));
+  // The launcher's own connections to the store go to a local address: lo.
+  TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", "lo", "up"}));
 
   // HTB: the rate in bit/s; a burst of ~2 ms of traffic (at least 64 KiB, one
   // GSO segment) keeps short-term overshoot small without starving TCP.
@@ -194,7 +194,7 @@ Status EmulatedCluster::build(double bytesPerSecond) {
 
 std::vector<std::pair<std::string, std::string>> EmulatedCluster::linkEnds(int node) const {
   return {{nodeNamespace(prefix_, node), prefix_ + "n" + std::to_string(node)},
-          {prefix_ + "-br", prefix_ + "b" + std::to_string(node)}};
+          {hubNamespace(), prefix_ + "b" + std::to_string(node)}};
 }
 
 Status EmulatedCluster::setRate(const std::string& ns, const std::string& dev,
@@ -263,7 +263,6 @@ Status EmulatedCluster::teardown() {
     if (!s.isOk() && first.isOk()) first = s;
   }
   namespaces_.clear();
-  (void)runTool({"ip", "link", "del", prefix_ + "h"});  // gone already with its peer
   hostLock_.reset();
   return first;
 }
@@ -279,7 +278,7 @@ Result<int> EmulatedCluster::cleanupAll() {
   // Whatever a live run holds is not a leftover.
   TIDE_ASSIGN_OR_RETURN(UniqueFd lock, lockHost(0));
   int removed = 0, code = 0;
-  const std::regex nsName("^td[0-9a-f]{4}-(br|n[0-9]+)$"), linkName("^td[0-9a-f]{4}h$");
+  const std::regex nsName("^td[0-9a-f]{4}-(br|n[0-9]+)$");
   TIDE_ASSIGN_OR_RETURN(std::string list, capture({"ip", "netns", "list"}, &code));
   std::istringstream in(list);
   std::string line;
@@ -289,27 +288,7 @@ Result<int> EmulatedCluster::cleanupAll() {
     TIDE_RETURN_IF_ERROR(runTool({"ip", "netns", "del", name}));
     ++removed;
   }
-  TIDE_ASSIGN_OR_RETURN(std::string links, capture({"ip", "-o", "link", "show"}, &code));
-  std::istringstream lin(links);
-  while (std::getline(lin, line)) {
-    // "12: td1a2bh@if11: <...>"
-    const size_t a = line.find(": ");
-    if (a == std::string::npos) continue;
-    std::string name = line.substr(a + 2);
-    name = name.substr(0, name.find_first_of("@:"));
-    if (!std::regex_match(name, linkName)) continue;
-    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "del", name}));
-    ++removed;
-  }
   return removed;
-}
-
-Status enterNamespace(const std::string& name) {
-  const std::string path = "/run/netns/" + name;
-  UniqueFd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) return TIDE_ERRNO("open " + path);
-  if (setns(fd.get(), CLONE_NEWNET) != 0) return TIDE_ERRNO("setns " + path);
-  return Status::ok();
 }
 
 }  // namespace tide::exec

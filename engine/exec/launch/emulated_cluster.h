@@ -3,19 +3,23 @@
 // to the others through a bridge that lives in a namespace of its own (veth
 // pairs), and each node's link is shaped with an HTB class to the node's NIC
 // rate in both directions (tx on the node side, rx on the bridge side), so
-// the bandwidth ratios of a real cluster hold on one machine. The host side
-// reaches the bridge through one more, unshaped, veth (the rendezvous store).
+// the bandwidth ratios of a real cluster hold on one machine. The bridge's
+// namespace is the hub: the bridge holds an address of its own, unshaped,
+// where the launcher hosts the rendezvous store from inside that namespace
+// (NamespaceScope). Nothing is added to the host's namespace, so the host's
+// addresses, routes and firewall (a host on 198.51.100.0/24 itself, an INPUT
+// policy that drops) cannot take the cluster's traffic.
 //
-// Addresses come only from the documentation range 198.51.100.0/24: the host is
+// Addresses come only from the documentation range 198.51.100.0/24: the hub is
 // 198.51.100.1, node i is 198.51.100.(10 + i). Every name starts with a run prefix
 // "td<4 hex>" so leftovers of a killed run can be found and removed
 // (cleanupAll, `tide cluster cleanup`). The destructor tears everything down.
 // Needs CAP_NET_ADMIN (root) and the `ip` and `tc` tools.
 //
-// One emulated cluster per host at a time: two would both put the host
-// address in the initial namespace with routes to the same node addresses,
-// and mix their connections. create() takes a host-wide lock (a flock that
-// dies with its holder), waiting for another run to finish; teardown frees it.
+// One emulated cluster per host at a time: two would share the host's CPUs
+// and each would measure the other's load as its links' speed. create()
+// takes a host-wide lock (a flock that dies with its holder), waiting for
+// another run to finish; teardown frees it.
 
 #include <memory>
 #include <string>
@@ -23,6 +27,7 @@
 
 #include "engine/core/fd.h"
 #include "engine/core/status.h"
+#include "engine/exec/launch/net_namespace.h"
 
 namespace tide::exec {
 
@@ -43,7 +48,9 @@ class EmulatedCluster {
 
   const std::string& prefix() const { return prefix_; }
   int nodes() const { return nodes_; }
-  static std::string hostAddress() { return "198.51.100.1"; }
+  // Where the rendezvous store listens, inside hubNamespace().
+  static std::string hubAddress() { return "198.51.100.1"; }
+  std::string hubNamespace() const { return prefix_ + "-br"; }
   static std::string nodeAddress(int node);
   static std::string nodeNamespace(const std::string& prefix, int node);
 
@@ -59,7 +66,7 @@ class EmulatedCluster {
 
   // Removes everything this run created (also called by the destructor).
   Status teardown();
-  // Removes every namespace and link of any run (names "td<4 hex>-...") when
+  // Removes every namespace of any run (names "td<4 hex>-...") when
   // no cluster is up on this host (refused while one is). Returns how many
   // objects were removed.
   static Result<int> cleanupAll();
@@ -79,10 +86,6 @@ class EmulatedCluster {
   std::vector<std::string> namespaces_;  // created so far
   UniqueFd hostLock_;                    // held while the cluster exists
 };
-
-// Moves the calling thread (and the threads it starts later) into the named
-// network namespace (/run/netns/<name>).
-Status enterNamespace(const std::string& name);
 
 // Runs argv (no shell), returns its failure with the command and its stderr.
 Status runTool(const std::vector<std::string>& argv);
