@@ -383,7 +383,7 @@ void addSyncCommand(CLI::App& app) {
   auto* clean = cl->add_subcommand("cleanup", "remove namespaces and links left by killed runs");
   clean->callback([] {
     const int n = orThrow(exec::EmulatedCluster::cleanupAll());
-    std::printf("removed %d leftover namespaces/links\n", n);
+    std::printf("removed %d leftover namespaces\n", n);
     // An rxe cluster's leftovers exist only where rdma_rxe does.
     if (std::filesystem::exists("/sys/module/rdma_rxe")) {
       const int r = orThrow(exec::RxeCluster::cleanupAll());

@@ -261,7 +261,10 @@ Status ChaosDriver::State::startEpoch(int nextAttempt) {
     Round r = newRound(n);
     const Deadline deadline = Deadline::after(bound());
     bool aborted = false;
+    std::string timedOut;  // set when the ranks that did not reply were killed
     while (true) {
+      // As in an update: a Ctrl-C is no hang, and the caller stops the ranks.
+      if (interrupted()) return TIDE_ERROR(Code::kCancelled, "chaos: interrupted");
       TIDE_RETURN_IF_ERROR(poll(r));
       const std::string failed = r.failure();
       if (!failed.empty() && !aborted) {
@@ -269,7 +272,7 @@ Status ChaosDriver::State::startEpoch(int nextAttempt) {
         aborted = true;
       }
       if (r.complete()) break;
-      if (deadline.expired() || interrupted()) {
+      if (deadline.expired()) {
         ++window.hangs;
         violation("epoch " + std::to_string(epoch) + " was not built within " +
                   std::to_string(bound()) + " s");
@@ -277,11 +280,14 @@ Status ChaosDriver::State::startEpoch(int nextAttempt) {
           if (!r.replies[k]) procs[k]->kill();
         }
         abortEpoch("the epoch ran out of time");
+        timedOut = "it ran out of time";
         break;
       }
       std::this_thread::sleep_for(std::chrono::duration<double>(kPollSeconds));
     }
-    const std::string failed = r.failure();
+    // Empty only when every rank replied and all succeeded: the replies are
+    // then all there to check (killed ranks that never replied are not).
+    const std::string failed = timedOut.empty() ? r.failure() : timedOut;
     if (failed.empty()) {
       const std::string where = "epoch " + std::to_string(epoch);
       for (int k = 0; k < world; ++k) {
