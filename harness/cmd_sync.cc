@@ -109,6 +109,10 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
                    {"verify_seconds", s.verifySeconds},
                    {"verified_bytes", s.verifiedBytes},
                    {"ratio_to_bound", p.bound.ratio(s.seconds)}});
+    if (a.deviceMemory) {
+      arr.back()["stage_out_seconds"] = s.stageOutSeconds;
+      arr.back()["stage_in_seconds"] = s.stageInSeconds;
+    }
   }
   std::vector<double> sorted = secs;
   std::sort(sorted.begin(), sorted.end());
@@ -169,6 +173,11 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
       std::printf(" (%s buckets, %d streams)", a.stagingBucket.c_str(), a.stagingStreams);
     }
     std::printf("\n");
+    // Both copies are inside each step's time; the slowest rank's of each.
+    for (const auto& s : steps) {
+      std::printf("staging   step %d: D2H %.3f ms, H2D %.3f ms (slowest rank of each)\n", s.step,
+                  s.stageOutSeconds * 1e3, s.stageInSeconds * 1e3);
+    }
   }
   reportSwitchAndJoin(a.switchMode == SwitchMode::kShadow, steps, extra, j);
   TIDE_RETURN_IF_ERROR(reportWork(p.plan, setup, j));

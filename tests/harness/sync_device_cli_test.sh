@@ -34,6 +34,9 @@ assert d["bucket_bytes"] == (65536 if sys.argv[3] == "bucketed" else 0), d
 if sys.argv[4] == "cuda":
     assert d["gpu"]["name"] and d["gpu"]["driver_version"], d
 assert all(s["seconds"] > 0 and s["bytes"] > 0 for s in j["steps"])
+# Both staging copies are timed, inside the step.
+assert all(0 < s["stage_out_seconds"] <= s["seconds"] and 0 < s["stage_in_seconds"] <= s["seconds"]
+           for s in j["steps"]), j["steps"]
 PYEOF
 }
 

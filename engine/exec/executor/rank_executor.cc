@@ -235,11 +235,14 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   // test hooks touch the replica before the H2D, so what they do reaches
   // the shard.
   Status ts = home_->beforeTransfer();
+  out.stageOutSeconds = nowSeconds() - out.tStart;
   if (ts.isOk()) ts = update_->join(step, *this);
   if (ts.isOk()) ts = update_->step(step, *this, events, out);
   if (ts.isOk()) {
     afterTransfer(step);
+    const double t0 = nowSeconds();
     ts = home_->afterTransfer();
+    out.stageInSeconds = nowSeconds() - t0;
   }
   out.tEnd = nowSeconds();
   // Every transfer ends before any rank verifies: verification recomputes

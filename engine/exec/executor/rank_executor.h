@@ -92,6 +92,9 @@ struct RankStep {
   double tStart = 0;  // steady-clock seconds at the end of the pause barrier
   double tEnd = 0;    // when this rank's last transfer finished
   double verifySeconds = 0;
+  // Shards in device memory: this rank's D2H before its sends and H2D after
+  // its receives (inside tStart..tEnd; 0 where the shards are host memory).
+  double stageOutSeconds = 0, stageInSeconds = 0;
   uint64_t bytesVerified = 0;  // inference-shard bytes checked against the generator
   uint64_t bytesSent = 0;      // non-local bytes this rank sent
   uint64_t bytesLocal = 0;

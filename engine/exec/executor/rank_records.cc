@@ -8,6 +8,7 @@ std::string encodeTiming(const TimingRecord& t) {
   WireWriter w(WireKind::kTiming);
   w.f64(t.tStart).f64(t.tEnd).u64(t.bytesSent).u64(t.bytesLocal).f64(t.verifySeconds);
   w.u64(t.bytesFull).u64(t.bytesRead).u64(t.elements).u64(t.changed).u64(t.bytesVerified);
+  w.f64(t.stageOutSeconds).f64(t.stageInSeconds);
   return w.take();
 }
 
@@ -24,6 +25,8 @@ Result<TimingRecord> decodeTiming(std::string_view bytes) {
   r.u64(t.elements);
   r.u64(t.changed);
   r.u64(t.bytesVerified);
+  r.f64(t.stageOutSeconds);
+  r.f64(t.stageInSeconds);
   TIDE_RETURN_IF_ERROR(r.finish());
   return t;
 }

@@ -23,7 +23,8 @@ struct TimingRecord {
   uint64_t bytesSent = 0, bytesLocal = 0;
   double verifySeconds = 0;
   uint64_t bytesFull = 0, bytesRead = 0, elements = 0, changed = 0;
-  uint64_t bytesVerified = 0;  // inference-shard bytes checked bit-exact
+  uint64_t bytesVerified = 0;                      // inference-shard bytes checked bit-exact
+  double stageOutSeconds = 0, stageInSeconds = 0;  // device memory: D2H, H2D
 };
 std::string encodeTiming(const TimingRecord& t);
 Result<TimingRecord> decodeTiming(std::string_view bytes);

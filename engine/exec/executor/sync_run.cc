@@ -70,9 +70,18 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       return stepped.status();
     }
     RankStep rs = std::move(*stepped);
-    const TimingRecord timing{rs.tStart,        rs.tEnd,         rs.bytesSent, rs.bytesLocal,
-                              rs.verifySeconds, rs.bytesFull,    rs.bytesRead, rs.elements,
-                              rs.changed,       rs.bytesVerified};
+    const TimingRecord timing{.tStart = rs.tStart,
+                              .tEnd = rs.tEnd,
+                              .bytesSent = rs.bytesSent,
+                              .bytesLocal = rs.bytesLocal,
+                              .verifySeconds = rs.verifySeconds,
+                              .bytesFull = rs.bytesFull,
+                              .bytesRead = rs.bytesRead,
+                              .elements = rs.elements,
+                              .changed = rs.changed,
+                              .bytesVerified = rs.bytesVerified,
+                              .stageOutSeconds = rs.stageOutSeconds,
+                              .stageInSeconds = rs.stageInSeconds};
     TIDE_RETURN_IF_ERROR(store.set(timeKey(step, rank), encodeTiming(timing)));
     if (options.gatherEvents && rank != 0) {
       TIDE_RETURN_IF_ERROR(store.set(eventsKey(step, rank), encodeEvents(mine.events)));
@@ -82,6 +91,8 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
     if (rank != 0) {
       st.seconds = rs.tEnd - rs.tStart;
       st.verifySeconds = rs.verifySeconds;
+      st.stageOutSeconds = rs.stageOutSeconds;
+      st.stageInSeconds = rs.stageInSeconds;
       st.bytes = rs.bytesSent;
       st.localBytes = rs.bytesLocal;
       st.fullBytes = rs.bytesFull;
@@ -109,6 +120,8 @@ Result<std::vector<StepStats>> runRank(const plan::TransferPlan& plan,
       st.changed += rec->changed;
       st.verifiedBytes += rec->bytesVerified;
       st.verifySeconds = std::max(st.verifySeconds, rec->verifySeconds);
+      st.stageOutSeconds = std::max(st.stageOutSeconds, rec->stageOutSeconds);
+      st.stageInSeconds = std::max(st.stageInSeconds, rec->stageInSeconds);
     }
     st.seconds = t1 - t0;
     if (options.gatherEvents && events) {

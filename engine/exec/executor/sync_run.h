@@ -20,8 +20,11 @@ namespace tide::exec {
 
 struct StepStats {
   int step = 0;
-  double seconds = 0;          // transfer, all ranks
-  double verifySeconds = 0;    // slowest rank's verification
+  double seconds = 0;        // transfer, all ranks
+  double verifySeconds = 0;  // slowest rank's verification
+  // Device memory: the slowest rank's D2H of its training shard and H2D of
+  // its inference shard, both inside `seconds`.
+  double stageOutSeconds = 0, stageInSeconds = 0;
   uint64_t verifiedBytes = 0;  // inference bytes checked bit-exact (sum over ranks)
   uint64_t bytes = 0;          // bytes that crossed ranks (sum over senders)
   uint64_t localBytes = 0;     // bytes copied / converted on a rank

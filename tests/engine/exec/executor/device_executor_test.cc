@@ -134,6 +134,11 @@ TEST_P(DeviceExecutor, TwoUpdatesBitExactThroughStaging) {
   for (const auto& st : stats) {
     EXPECT_EQ(st.bytes, crossRank);
     EXPECT_EQ(st.verifiedBytes, inferBytes(s));
+    // Both staging copies timed, inside the step's window.
+    EXPECT_GT(st.stageOutSeconds, 0);
+    EXPECT_GT(st.stageInSeconds, 0);
+    EXPECT_LE(st.stageOutSeconds, st.seconds);
+    EXPECT_LE(st.stageInSeconds, st.seconds);
   }
   // Per rank and step: trainers fill, then D2H; inference ranks H2D, then
   // checksum every block. The start version is one H2D at set-up.

@@ -33,7 +33,7 @@ void expectDataLoss(const Status& s, const std::string& words) {
 }
 
 TEST(RankRecords, TimingRoundTrips) {
-  TimingRecord t{1.25, 2.5, 100, 7, 0.125, 200, 300, 40, 5, 64};
+  TimingRecord t{1.25, 2.5, 100, 7, 0.125, 200, 300, 40, 5, 64, 0.0625, 0.03125};
   auto back = decodeTiming(encodeTiming(t));
   ASSERT_TRUE(back.isOk()) << back.status().toString();
   EXPECT_EQ(back->tStart, 1.25);
@@ -46,6 +46,8 @@ TEST(RankRecords, TimingRoundTrips) {
   EXPECT_EQ(back->elements, 40u);
   EXPECT_EQ(back->changed, 5u);
   EXPECT_EQ(back->bytesVerified, 64u);
+  EXPECT_EQ(back->stageOutSeconds, 0.0625);
+  EXPECT_EQ(back->stageInSeconds, 0.03125);
 }
 
 TEST(RankRecords, OldTextAndOtherKindsAreRefused) {

@@ -34,7 +34,8 @@ bool sameTiming(const TimingRecord& a, const TimingRecord& b) {
   return a.tStart == b.tStart && a.tEnd == b.tEnd && a.bytesSent == b.bytesSent &&
          a.bytesLocal == b.bytesLocal && a.verifySeconds == b.verifySeconds &&
          a.bytesFull == b.bytesFull && a.bytesRead == b.bytesRead && a.elements == b.elements &&
-         a.changed == b.changed;
+         a.changed == b.changed && a.bytesVerified == b.bytesVerified &&
+         a.stageOutSeconds == b.stageOutSeconds && a.stageInSeconds == b.stageInSeconds;
 }
 
 void storeRecord(uint8_t which, const std::string& text, uint32_t fragments) {
