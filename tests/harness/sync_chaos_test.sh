@@ -99,7 +99,12 @@ grep -q "torn or mixed" "$dir/torn" || { cat "$dir/torn"; fail "no torn shard re
 "$TIDE" sync "${small[@]}" --strategy p2p --switch shadow --steps 100000 --chaos 3 \
   > "$dir/int" 2>&1 &
 pid=$!
-sleep 4
+# Interrupt the soak itself, not its start-up: on a loaded host planning
+# alone can take longer than any fixed sleep (and a Ctrl-C there simply
+# ends the process, with nothing to clean up).
+for _ in $(seq 240); do grep -q "^cluster " "$dir/int" && break; sleep 0.5; done
+grep -q "^cluster " "$dir/int" || { kill -KILL $pid; cat "$dir/int"; fail "the soak did not start"; }
+sleep 2
 kill -INT $pid
 for _ in $(seq 60); do kill -0 $pid 2> /dev/null || break; sleep 0.5; done
 if kill -0 $pid 2> /dev/null; then
