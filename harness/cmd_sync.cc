@@ -259,13 +259,27 @@ void runWorker(const SyncArgs& a) {
   orThrow(report(a, p, steps, mode, extra, setup, env.source));
 }
 
-void runSyncWith(const SyncArgs& a, const Prepared& p);
+void runSyncWith(const SyncArgs& a, const Prepared& p, std::optional<SignalGuard>& signals);
+
+void throwIfInterruptedBeforeStart() {
+  if (gInterrupted) {
+    throw StatusError(TIDE_ERROR(Code::kCancelled, "interrupted before the run started"));
+  }
+}
 
 void runSync(const SyncArgs& args) {
   if (args.worker) return args.chaos.on() ? runChaosRank(args) : runWorker(args);
+  // Ctrl-C is caught from the start: one that comes while the run plans
+  // stops it before anything is started. Left to the default until the
+  // cluster's handler is in, it would be lost where the caller ignores
+  // SIGINT (as a shell does for a background job) and the run would go on.
+  std::optional<SignalGuard> signals(std::in_place, onSignal, 0);
   auto p = orThrow(prepare(args));
   skipWithoutDevice(args);  // after bad input is refused
-  if (p.mode != exec::UpdateMode::kDiskDelta || !args.deltaDir.empty()) return runSyncWith(args, p);
+  throwIfInterruptedBeforeStart();
+  if (p.mode != exec::UpdateMode::kDiskDelta || !args.deltaDir.empty()) {
+    return runSyncWith(args, p, signals);
+  }
   // A temporary shared directory for this run's files, removed afterwards.
   SyncArgs a = args;
   std::string tmpl = (std::filesystem::temp_directory_path() / "tide-disk-delta-XXXXXX").string();
@@ -280,10 +294,12 @@ void runSync(const SyncArgs& args) {
       std::filesystem::remove_all(dir, ec);
     }
   } cleanup{tmpl};
-  runSyncWith(a, p);
+  runSyncWith(a, p, signals);
 }
 
-void runSyncWith(const SyncArgs& a, const Prepared& p) {
+// `signals`: the handler runSync put in; the ranks of one process (threads)
+// leave Ctrl-C its default, which ends them at once.
+void runSyncWith(const SyncArgs& a, const Prepared& p, std::optional<SignalGuard>& signals) {
   const bool processes = p.emulated || a.ranks == RankMode::kProcesses;
   if (p.emulated && a.ranks == RankMode::kThreads) {
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument,
@@ -295,6 +311,8 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
   // (--chaos is tcp only: refused before this.)
   const bool rxe = p.emulated && a.backend == "rdma";
   if (!processes) {
+    signals.reset();
+    throwIfInterruptedBeforeStart();  // one that came just before the reset
     workloads::SyntheticWeights weights(p.w->inventory, p.replay.routing, p.replay.rl, a.steps);
     traces::MemoryEventSink events;
     bool wantEvents = !a.events.empty() || !a.trace.empty();
@@ -320,9 +338,8 @@ void runSyncWith(const SyncArgs& a, const Prepared& p) {
   lo.command = workerArgv(a);
   std::unique_ptr<exec::EmulatedCluster> cluster;
   std::unique_ptr<exec::RxeCluster> rxeCluster;
-  // Ctrl-C while the cluster is set up or the ranks run: the handlers go
-  // back on every way out (a failed set-up throws).
-  std::optional<SignalGuard> signals(std::in_place, onSignal, 0);
+  // Ctrl-C while the cluster is set up or the ranks run: `signals` puts the
+  // handlers back on every way out (a failed set-up throws).
   if (rxe) {
     auto c = startRxeCluster(a, p, lo);
     if (!c.isOk()) throw StatusError(c.status());
