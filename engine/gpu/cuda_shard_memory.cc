@@ -50,6 +50,30 @@ std::vector<ShardRange> merged(std::span<const ShardRange> ranges) {
   return out;
 }
 
+// Bucketed staging in flight: bucket k has landed once its event has.
+class CudaBucketedJob final : public StagingJob {
+ public:
+  CudaBucketedJob(BucketedCopy c, std::vector<size_t> bounds, const StageStats& st)
+      : c_(std::move(c)), bounds_(std::move(bounds)), st_(st) {}
+  ~CudaBucketedJob() override { (void)c_.waitAll(); }
+  CudaBucketedJob(const CudaBucketedJob&) = delete;
+  CudaBucketedJob& operator=(const CudaBucketedJob&) = delete;
+
+  Result<size_t> landed() override {
+    TIDE_ASSIGN_OR_RETURN(const size_t k, c_.landedBuckets());
+    return bounds_[k];
+  }
+  Result<StageStats> finish() override {
+    TIDE_RETURN_IF_ERROR(c_.waitAll());
+    return st_;
+  }
+
+ private:
+  BucketedCopy c_;
+  std::vector<size_t> bounds_;  // bucketBounds: first tensor of each bucket, then size()
+  StageStats st_;
+};
+
 class CudaShardMemory final : public ShardMemory {
  public:
   CudaShardMemory(int device, DeviceGenerator gen, Stream stream)
@@ -78,9 +102,10 @@ class CudaShardMemory final : public ShardMemory {
     return gen_.fillBox(tensor, box, version, out, stream_);
   }
 
-  Result<StageStats> stage(CopyDirection dir, ShardBuffer& shard, uint8_t* host,
-                           std::span<const StagedTensor> tensors,
-                           const StagingOptions& o) override {
+  Result<std::unique_ptr<StagingJob>> startStage(CopyDirection dir, ShardBuffer& shard,
+                                                 uint8_t* host,
+                                                 std::span<const StagedTensor> tensors,
+                                                 const StagingOptions& o) override {
     TIDE_RETURN_IF_ERROR(current());
     TIDE_RETURN_IF_ERROR(checkStaged(tensors, shard.size()));
     StageStats st;
@@ -89,21 +114,20 @@ class CudaShardMemory final : public ShardMemory {
       TIDE_RETURN_IF_ERROR(copyPerTensor(dir, buf(shard), host, tensors, stream_));
       for (const StagedTensor& t : tensors) st.copies += t.bytes > 0;
       st.buckets = tensors.size();
-      return st;
+      return finishedStagingJob(st, tensors.size());
     }
-    while (copyStreams_.size() < static_cast<size_t>(std::max(o.streams, 1))) {
+    const size_t streams = static_cast<size_t>(std::max(o.streams, 1));
+    while (copyStreams_.size() < streams) {
       TIDE_ASSIGN_OR_RETURN(Stream s, Stream::create());
       copyStreams_.push_back(std::move(s));
     }
     TIDE_ASSIGN_OR_RETURN(
-        BucketedCopy c,
-        BucketedCopy::start(dir, buf(shard), host, tensors, o.bucketBytes,
-                            std::span<const Stream>(copyStreams_.data(),
-                                                    static_cast<size_t>(std::max(o.streams, 1)))));
-    TIDE_RETURN_IF_ERROR(c.waitAll());
+        BucketedCopy c, BucketedCopy::start(dir, buf(shard), host, tensors, o.bucketBytes,
+                                            std::span<const Stream>(copyStreams_.data(), streams)));
     st.copies = c.copies();
     st.buckets = c.buckets();
-    return st;
+    return std::unique_ptr<StagingJob>(
+        new CudaBucketedJob(std::move(c), bucketBounds(tensors, o.bucketBytes), st));
   }
 
   Result<uint64_t> checksum(const ShardBuffer& src, std::span<const ShardRange> ranges) override {

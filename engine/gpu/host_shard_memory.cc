@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace tide::gpu {
 
@@ -46,6 +47,50 @@ void copyOne(CopyDirection dir, uint8_t* shard, uint8_t* host, const StagedTenso
   }
 }
 
+// Bucketed staging on the host: one more bucket lands each time the job is
+// asked (a stand-in for a GPU's asynchronous copies that is deterministic:
+// a caller that reads a bucket before it landed reads the previous bytes).
+class HostBucketedJob final : public StagingJob {
+ public:
+  HostBucketedJob(CopyDirection dir, uint8_t* shard, uint8_t* host,
+                  std::span<const StagedTensor> tensors, uint64_t bucketBytes, const StageStats& st)
+      : dir_(dir),
+        shard_(shard),
+        host_(host),
+        tensors_(tensors),
+        bounds_(bucketBounds(tensors, bucketBytes)),
+        st_(st) {}
+
+  Result<size_t> landed() override {
+    if (next_ + 1 < bounds_.size()) copyBucket();
+    return bounds_[next_];
+  }
+
+  Result<StageStats> finish() override {
+    while (next_ + 1 < bounds_.size()) copyBucket();
+    return st_;
+  }
+
+ private:
+  void copyBucket() {
+    const size_t b = bounds_[next_], e = bounds_[next_ + 1];
+    for (const StagedTensor& m : mergedCopies(tensors_.subspan(b, e - b))) {
+      copyOne(dir_, shard_, host_, m);
+      ++st_.copies;
+    }
+    ++st_.buckets;
+    ++next_;
+  }
+
+  CopyDirection dir_;
+  uint8_t* shard_;
+  uint8_t* host_;
+  std::span<const StagedTensor> tensors_;
+  std::vector<size_t> bounds_;  // bucketBounds: first tensor of each bucket, then size()
+  StageStats st_;
+  size_t next_ = 0;  // buckets landed
+};
+
 class HostShardMemory final : public ShardMemory {
  public:
   explicit HostShardMemory(const workloads::SyntheticWeights& w) : w_(w) {}
@@ -70,9 +115,10 @@ class HostShardMemory final : public ShardMemory {
     return w_.fillBox(tensor, box, version, std::span(out, box.volume()));
   }
 
-  Result<StageStats> stage(CopyDirection dir, ShardBuffer& shard, uint8_t* host,
-                           std::span<const StagedTensor> tensors,
-                           const StagingOptions& o) override {
+  Result<std::unique_ptr<StagingJob>> startStage(CopyDirection dir, ShardBuffer& shard,
+                                                 uint8_t* host,
+                                                 std::span<const StagedTensor> tensors,
+                                                 const StagingOptions& o) override {
     TIDE_RETURN_IF_ERROR(checkStaged(tensors, shard.size()));
     StageStats st;
     for (const StagedTensor& t : tensors) st.bytes += t.bytes;
@@ -82,18 +128,10 @@ class HostShardMemory final : public ShardMemory {
         st.copies += t.bytes > 0;
         ++st.buckets;
       }
-      return st;
+      return finishedStagingJob(st, tensors.size());
     }
-    const std::vector<size_t> bounds = bucketBounds(tensors, o.bucketBytes);
-    for (size_t k = 0; k + 1 < bounds.size(); ++k) {
-      for (const StagedTensor& m :
-           mergedCopies(tensors.subspan(bounds[k], bounds[k + 1] - bounds[k]))) {
-        copyOne(dir, buf(shard), host, m);
-        ++st.copies;
-      }
-      ++st.buckets;
-    }
-    return st;
+    return std::unique_ptr<StagingJob>(
+        new HostBucketedJob(dir, buf(shard), host, tensors, o.bucketBytes, st));
   }
 
   Result<uint64_t> checksum(const ShardBuffer& src, std::span<const ShardRange> ranges) override {

@@ -55,6 +55,23 @@ struct ShardRange {
   uint64_t bytes = 0;
 };
 
+// A staging pass under way (ShardMemory::startStage): its tensors land in
+// the order given, and a caller may use those that have while the rest
+// copy (the sender writes bucket k while later buckets are still in D2H).
+// Destroying it waits for copies in flight: the memory they touch may be
+// freed next.
+class StagingJob {
+ public:
+  virtual ~StagingJob() = default;
+  // How many tensors, counted from the first, have landed; never blocks.
+  virtual Result<size_t> landed() = 0;
+  // Waits until every tensor has landed; what the pass did.
+  virtual Result<StageStats> finish() = 0;
+};
+
+// A pass with nothing left in flight (done, or nothing to do).
+std::unique_ptr<StagingJob> finishedStagingJob(const StageStats& stats, size_t tensors);
+
 class ShardMemory {
  public:
   virtual ~ShardMemory() = default;
@@ -66,11 +83,18 @@ class ShardMemory {
   // box, the generator's bits) at `offset` of `dst`.
   [[nodiscard]] virtual Status fill(ShardBuffer& dst, uint64_t offset, uint32_t tensor,
                                     const workloads::Box& box, int version) = 0;
-  // Copies every tensor between `shard` (deviceOffset) and `host`
-  // (hostOffset) and waits until all of it landed.
-  virtual Result<StageStats> stage(CopyDirection dir, ShardBuffer& shard, uint8_t* host,
-                                   std::span<const StagedTensor> tensors,
-                                   const StagingOptions& options) = 0;
+  // Starts copying every tensor between `shard` (deviceOffset) and `host`
+  // (hostOffset). Per tensor (options.bucketBytes 0), as an RL framework's
+  // loop does, every copy is waited for here and the job returns finished;
+  // bucketed, buckets land while the caller goes on. `shard`, `host` and
+  // `tensors` must outlive the job.
+  virtual Result<std::unique_ptr<StagingJob>> startStage(CopyDirection dir, ShardBuffer& shard,
+                                                         uint8_t* host,
+                                                         std::span<const StagedTensor> tensors,
+                                                         const StagingOptions& options) = 0;
+  // startStage, waited for.
+  Result<StageStats> stage(CopyDirection dir, ShardBuffer& shard, uint8_t* host,
+                           std::span<const StagedTensor> tensors, const StagingOptions& options);
   // XXH3-64 of the concatenation of `ranges` of `src`, in order: equal to
   // XXH3_64bits of the same bytes on the host.
   virtual Result<uint64_t> checksum(const ShardBuffer& src, std::span<const ShardRange> ranges) = 0;

@@ -53,6 +53,15 @@ Result<BucketedCopy> BucketedCopy::start(CopyDirection dir, uint8_t* device, uin
   return c;
 }
 
+Result<size_t> BucketedCopy::landedBuckets() {
+  while (landed_ < events_.size()) {
+    TIDE_ASSIGN_OR_RETURN(const bool done, events_[landed_].query());
+    if (!done) break;
+    ++landed_;
+  }
+  return landed_;
+}
+
 Status BucketedCopy::waitBucket(size_t k) const {
   if (k >= events_.size()) {
     return TIDE_ERROR(Code::kOutOfRange,

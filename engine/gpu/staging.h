@@ -33,6 +33,8 @@ class BucketedCopy {
                                     std::span<const Stream> streams);
   size_t buckets() const { return events_.size(); }
   uint64_t copies() const { return copies_; }
+  // The buckets landed, counted from the first; never blocks.
+  Result<size_t> landedBuckets();
   // Blocks until bucket k has landed.
   [[nodiscard]] Status waitBucket(size_t k) const;
   [[nodiscard]] Status waitAll() const;
@@ -40,6 +42,7 @@ class BucketedCopy {
  private:
   std::vector<Event> events_;
   uint64_t copies_ = 0;
+  size_t landed_ = 0;  // events_[0, landed_) have completed
 };
 
 }  // namespace tide::gpu

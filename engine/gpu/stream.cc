@@ -57,6 +57,13 @@ Status Event::synchronize() const {
   return cudaCheck(cudaEventSynchronize(e_), "cudaEventSynchronize");
 }
 
+Result<bool> Event::query() const {
+  const cudaError_t e = cudaEventQuery(e_);
+  if (e == cudaErrorNotReady) return false;
+  TIDE_RETURN_IF_ERROR(cudaCheck(e, "cudaEventQuery"));
+  return true;
+}
+
 Result<float> Event::elapsedMsTo(const Event& end) const {
   float ms = 0;
   TIDE_RETURN_IF_ERROR(cudaCheck(cudaEventElapsedTime(&ms, e_, end.e_), "cudaEventElapsedTime"));

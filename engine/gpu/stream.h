@@ -38,6 +38,8 @@ class Event {
   cudaEvent_t get() const { return e_; }
   [[nodiscard]] Status record(const Stream& s) const;
   [[nodiscard]] Status synchronize() const;
+  // Whether the work before the event has finished; never blocks.
+  Result<bool> query() const;
   // Milliseconds between two recorded timing events (start.elapsedTo(end)).
   Result<float> elapsedMsTo(const Event& end) const;
 

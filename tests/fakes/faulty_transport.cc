@@ -66,6 +66,9 @@ Result<BatchId> FaultyTransport::submit(std::span<const Request> requests) {
   std::vector<Request> keep;
   for (const Request& r : requests) {
     uint64_t n = ++seen_;
+    if (auto base = localBase_.find(r.localRegion); base != localBase_.end()) {
+      ++fromBase_[base->second.base];
+    }
     if (n == plan_.dieAtRequest) {
       die();
       p.injected = gone();

@@ -33,6 +33,11 @@ class FaultyTransport final : public Transport {
   void die();
   bool dead() const { return inner_ == nullptr; }
   uint64_t requestsSeen() const { return seen_; }
+  // Requests submitted whose local region was registered at `base`.
+  uint64_t requestsFrom(const void* base) const {
+    auto it = fromBase_.find(static_cast<const char*>(base));
+    return it == fromBase_.end() ? 0 : it->second;
+  }
 
   Capabilities capabilities() const override;
   int rank() const override { return rank_; }
@@ -71,6 +76,7 @@ class FaultyTransport final : public Transport {
     uint64_t size = 0;
   };
   std::map<uint32_t, Extent> localBase_;
+  std::map<const char*, uint64_t> fromBase_;  // requestsFrom
   std::map<BatchId, Pending> pending_;
   BatchId next_ = 1;
   // The flipped byte a corrupted WRITE sends instead of the caller's.

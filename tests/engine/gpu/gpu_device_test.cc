@@ -261,6 +261,7 @@ TEST(GpuShardMemory, MeetsTheShardMemoryContract) {
   EXPECT_EQ(makeCudaShardMemory(model.w, deviceCount()).status().code(), Code::kInvalidArgument);
   checkFill(*m, model);
   checkStaging(*m);
+  checkStagingJob(*m);
   checkChecksums(*m);
   checkRefusals(*m, model);
 }

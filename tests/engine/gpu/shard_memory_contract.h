@@ -2,14 +2,17 @@
 // What every ShardMemory implementation must do (shard_memory.h), as one
 // set of checks the host implementation runs everywhere and the CUDA one
 // runs on a device: fill = the host generator's bits, staging round trips
-// per tensor and bucketed with the same copy counts, checksums of scattered
+// per tensor and bucketed with the same copy counts, a bucketed pass whose
+// tensors are usable as they land, checksums of scattered
 // ranges = XXH3 of their concatenation, ranges outside a shard refused.
 
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <chrono>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "engine/gpu/shard_memory.h"
@@ -29,6 +32,13 @@ inline std::vector<uint8_t> contractBytes(size_t n, uint64_t seed) {
   std::vector<uint8_t> v(n);
   for (auto& b : v) b = static_cast<uint8_t>(rng());
   return v;
+}
+
+// Two adjacent on both sides, an empty one, a gap, a large one, a short tail
+// (in a shard of 1 MiB); bucketed at 100000 bytes: {0..3} {4} {5}.
+inline std::vector<StagedTensor> contractTensors() {
+  return {{0, 0, 1000},         {1000, 1000, 3000},       {4000, 4000, 0},
+          {8192, 5000, 200000}, {208192, 205000, 500000}, {900000, 800000, 17}};
 }
 
 inline void checkFill(ShardMemory& m, const ContractModel& model) {
@@ -57,10 +67,7 @@ inline void checkFill(ShardMemory& m, const ContractModel& model) {
 inline void checkStaging(ShardMemory& m) {
   const uint64_t n = 1 << 20;
   const auto src = contractBytes(n, 5);
-  // Two adjacent on both sides, an empty one, a gap, a large one, a short tail.
-  const std::vector<StagedTensor> t = {
-      {0, 0, 1000},         {1000, 1000, 3000},       {4000, 4000, 0},
-      {8192, 5000, 200000}, {208192, 205000, 500000}, {900000, 800000, 17}};
+  const std::vector<StagedTensor> t = contractTensors();
   auto shard = orThrow(m.allocate(n));
   StagingOptions bucketed;
   bucketed.bucketBytes = 100000;
@@ -79,6 +86,62 @@ inline void checkStaging(ShardMemory& m) {
         << x.deviceOffset;
   }
   EXPECT_EQ(back[4500], 0);  // in no tensor: untouched
+}
+
+// A bucketed D2H under way: what it reports landed is in the host buffer,
+// only bucket ends are reported, the count only grows and reaches every
+// tensor; finish() gives the pass's stats. Per tensor, the job starts
+// finished. A job dropped while it copies is waited for.
+inline void checkStagingJob(ShardMemory& m) {
+  const uint64_t n = 1 << 20;
+  const auto src = contractBytes(n, 6);
+  const std::vector<StagedTensor> t = contractTensors();
+  auto shard = orThrow(m.allocate(n));
+  const StagedTensor all{0, 0, n};
+  orThrow(m.stage(CopyDirection::kHostToDevice, *shard, const_cast<uint8_t*>(src.data()), {&all, 1},
+                  {}));
+  StagingOptions bucketed;
+  bucketed.bucketBytes = 100000;
+  bucketed.streams = 2;
+  std::vector<uint8_t> back(n, 0);
+  auto job = orThrow(m.startStage(CopyDirection::kDeviceToHost, *shard, back.data(), t, bucketed));
+  size_t seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (seen < t.size()) {
+    const size_t k = orThrow(job->landed());
+    ASSERT_GE(k, seen);
+    ASSERT_TRUE(k == 0 || k == 4 || k == 5 || k == 6) << k;  // bucket ends: {0..3} {4} {5}
+    for (size_t i = 0; i < k; ++i) {
+      ASSERT_EQ(
+          std::memcmp(back.data() + t[i].hostOffset, src.data() + t[i].deviceOffset, t[i].bytes), 0)
+          << "tensor " << i << " reported landed at " << k;
+    }
+    seen = k;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "stuck at " << seen;
+    if (seen < t.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  const StageStats st = orThrow(job->finish());
+  EXPECT_EQ(st.bytes, 704017u);
+  EXPECT_EQ(st.buckets, 3u);
+  EXPECT_EQ(st.copies, 4u);
+  EXPECT_EQ(orThrow(job->landed()), t.size());
+
+  std::vector<uint8_t> once(n, 0);
+  auto per = orThrow(m.startStage(CopyDirection::kDeviceToHost, *shard, once.data(), t, {}));
+  EXPECT_EQ(orThrow(per->landed()), t.size());  // waited for at the start
+  EXPECT_EQ(std::memcmp(once.data() + 205000, src.data() + 208192, 500000), 0);
+  EXPECT_EQ(orThrow(per->finish()).buckets, t.size());
+
+  {
+    auto big = orThrow(m.allocate(64 << 20));
+    std::vector<uint8_t> host(64 << 20);
+    const StagedTensor whole{0, 0, 64 << 20};
+    StagingOptions one;
+    one.bucketBytes = 1 << 20;
+    auto dropped =
+        orThrow(m.startStage(CopyDirection::kDeviceToHost, *big, host.data(), {&whole, 1}, one));
+    dropped.reset();  // before `big` and `host` go: must not copy into freed memory
+  }
 }
 
 inline void checkChecksums(ShardMemory& m) {

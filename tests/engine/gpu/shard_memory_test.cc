@@ -37,6 +37,9 @@ TEST_F(HostShardMemoryTest, FillIsTheGenerator) {
 TEST_F(HostShardMemoryTest, StagingRoundTripsPerTensorAndBucketed) {
   checkStaging(*m);
 }
+TEST_F(HostShardMemoryTest, BucketedStagingLandsWhileTheCallerGoesOn) {
+  checkStagingJob(*m);
+}
 TEST_F(HostShardMemoryTest, ChecksumsOfScatteredRanges) {
   checkChecksums(*m);
 }
