@@ -1,7 +1,9 @@
 #include "engine/exec/executor/device_shards.h"
 
+#include <algorithm>
 #include <string>
 
+#include "engine/core/clock.h"
 #include "engine/exec/executor/fp8_blocks.h"
 #include "engine/exec/executor/shard_digest.h"
 
@@ -46,6 +48,10 @@ Result<std::unique_ptr<DeviceShards>> DeviceShards::create(
     TIDE_ASSIGN_OR_RETURN(d->train_, d->memory_->allocate(trainBytes));
     TIDE_ASSIGN_OR_RETURN(d->trainPin_, d->memory_->pin(hostTrain, trainBytes));
     d->trainTensors_ = blocksOf(layout, Space::kTrain);
+    d->readyBelow_.assign(d->trainTensors_.size() + 1, kAllStaged);
+    for (size_t k = d->trainTensors_.size(); k-- > 0;) {
+      d->readyBelow_[k] = std::min(d->readyBelow_[k + 1], d->trainTensors_[k].hostOffset);
+    }
   }
   if (inferBytes > 0) {
     TIDE_ASSIGN_OR_RETURN(d->infer_, d->memory_->allocate(inferBytes));
@@ -62,16 +68,47 @@ Status DeviceShards::fillTrain(int version) {
   return Status::ok();
 }
 
-Result<gpu::StageStats> DeviceShards::stageOut() {
-  if (!train_) return gpu::StageStats{};
-  return memory_->stage(gpu::CopyDirection::kDeviceToHost, *train_, hostTrain_, trainTensors_,
-                        staging_);
+Status DeviceShards::startStageOut() {
+  // A step that failed may have left its copy running: over before the next.
+  if (out_) (void)out_->finish();
+  out_.reset();
+  outStart_ = outEnd_ = nowSeconds();
+  if (!train_) return Status::ok();
+  TIDE_ASSIGN_OR_RETURN(out_, memory_->startStage(gpu::CopyDirection::kDeviceToHost, *train_,
+                                                  hostTrain_, trainTensors_, staging_));
+  return Status::ok();
+}
+
+Result<uint64_t> DeviceShards::trainReady() {
+  if (!out_) return kAllStaged;
+  TIDE_ASSIGN_OR_RETURN(const size_t k, out_->landed());
+  if (k >= trainTensors_.size()) {
+    TIDE_RETURN_IF_ERROR(finishStageOut().status());
+    return kAllStaged;
+  }
+  return readyBelow_[k];
+}
+
+Result<gpu::StageStats> DeviceShards::finishStageOut() {
+  if (!out_) return gpu::StageStats{};
+  auto st = out_->finish();
+  out_.reset();
+  outEnd_ = nowSeconds();
+  return st;
+}
+
+Status DeviceShards::afterTransfer() {
+  TIDE_RETURN_IF_ERROR(finishStageOut().status());
+  return stageIn().status();
 }
 
 Result<gpu::StageStats> DeviceShards::stageIn() {
   if (!infer_) return gpu::StageStats{};
-  return memory_->stage(gpu::CopyDirection::kHostToDevice, *infer_, hostInfer_, inferTensors_,
-                        staging_);
+  const double t0 = nowSeconds();
+  auto st = memory_->stage(gpu::CopyDirection::kHostToDevice, *infer_, hostInfer_, inferTensors_,
+                           staging_);
+  inSeconds_ = nowSeconds() - t0;
+  return st;
 }
 
 Result<uint64_t> DeviceShards::verifyInfer(int version) const {

@@ -5,8 +5,10 @@
 // of the same spaces become the staging replicas the transport reads and
 // writes, at the same offsets:
 //
-//   trainer:    fillTrain (the generator, on the device) ... stageOut (D2H
-//               into the registered train buffer) -> the transfer
+//   trainer:    fillTrain (the generator, on the device) ... D2H into the
+//               registered train buffer, started before the transfer;
+//               bucketed, the transfer sends what has landed (trainReady)
+//               while later buckets still copy
 //   inference:  the transfer -> stageIn (H2D from the registered infer
 //               buffer) -> verifyInfer (checksums on the device against
 //               the generator's, per placed block)
@@ -38,8 +40,12 @@ class DeviceShards final : public ShardHome {
 
   // Version `version` of every training block, written where the shard is.
   [[nodiscard]] Status fillTrain(int version);
-  // The training shard into the host train buffer (D2H), waited for.
-  Result<gpu::StageStats> stageOut();
+  // Starts the training shard's D2H into the host train buffer.
+  [[nodiscard]] Status startStageOut();
+  // The leading bytes of the host train buffer that hold the shard so far.
+  Result<uint64_t> trainReady() override;
+  // Waits for the D2H started last.
+  Result<gpu::StageStats> finishStageOut();
   // The host infer buffer into the inference shard (H2D), waited for.
   Result<gpu::StageStats> stageIn();
   // As verifyInferShard, on the inference shard where it lives.
@@ -51,8 +57,9 @@ class DeviceShards final : public ShardHome {
   // ShardHome: the registered buffers are the staging replicas, at the
   // shards' offsets, so the ones passed here are those given to create().
   Status fillTrain(int version, uint8_t*) override { return fillTrain(version); }
-  Status beforeTransfer() override { return stageOut().status(); }
-  Status afterTransfer() override { return stageIn().status(); }
+  Status beforeTransfer() override { return startStageOut(); }
+  Status afterTransfer() override;
+  StagingTimes stagingTimes() const override { return {outEnd_ - outStart_, inSeconds_}; }
   Result<uint64_t> verifyInfer(int version, const uint8_t*) const override {
     return verifyInfer(version);
   }
@@ -77,6 +84,14 @@ class DeviceShards final : public ShardHome {
   std::unique_ptr<gpu::ShardBuffer> train_, infer_;
   std::unique_ptr<gpu::HostPin> trainPin_, inferPin_;
   std::vector<gpu::StagedTensor> trainTensors_, inferTensors_;  // the placed blocks
+  // readyBelow_[k]: the lowest host offset of trainTensors_[k..] (the end:
+  // kAllStaged): with k tensors landed, every byte below it has.
+  std::vector<uint64_t> readyBelow_;
+  // The D2H in flight; declared last, so it is waited for before the
+  // memory it copies is released.
+  std::unique_ptr<gpu::StagingJob> out_;
+  double outStart_ = 0, outEnd_ = 0;  // its start, and when it was seen whole
+  double inSeconds_ = 0;              // the last stageIn
 };
 
 // ExecOptions::shardMemory: the memory a rank's shards live in.

@@ -230,19 +230,20 @@ Result<RankStep> RankExecutor::runStep(int step, traces::EventSink* events) {
   if (switch_ && serving_) switch_->beginUpdate();
   TIDE_RETURN_IF_ERROR(storeBarrier(store_, tag + "pause", world, options_.timeoutSeconds));
   out.tStart = nowSeconds();
-  // Shards in device memory: the D2H into the staging replica and the H2D
-  // out of it are on the update's critical path, inside its window. The
+  // Shards in device memory: the D2H into the staging replica (bucketed, it
+  // overlaps the transfer, which sends what has landed) and the H2D out of
+  // it are on the update's critical path, inside its window. The
   // test hooks touch the replica before the H2D, so what they do reaches
   // the shard.
   Status ts = home_->beforeTransfer();
-  out.stageOutSeconds = nowSeconds() - out.tStart;
   if (ts.isOk()) ts = update_->join(step, *this);
   if (ts.isOk()) ts = update_->step(step, *this, events, out);
   if (ts.isOk()) {
     afterTransfer(step);
-    const double t0 = nowSeconds();
     ts = home_->afterTransfer();
-    out.stageInSeconds = nowSeconds() - t0;
+    const ShardHome::StagingTimes staged = home_->stagingTimes();
+    out.stageOutSeconds = staged.outSeconds;
+    out.stageInSeconds = staged.inSeconds;
   }
   out.tEnd = nowSeconds();
   // Every transfer ends before any rank verifies: verification recomputes

@@ -170,6 +170,7 @@ class RankExecutor final : private UpdateHost {
     return switch_ ? inferShadow_.id() : spaces_[kInferSpace].id();
   }
   Status materializeTrain(int version) override;
+  Result<uint64_t> trainReady() override { return home_->trainReady(); }
   Status loadStart() override;
   Result<uint64_t> verifyTarget(int version) const override {
     return home_->verifyInfer(version, buffer(plan::Space::kInfer));

@@ -1,7 +1,10 @@
 #include "engine/exec/update/transfer_loop.h"
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "engine/core/clock.h"
@@ -15,6 +18,17 @@ namespace {
 
 uint64_t sbKey(uint32_t stage, uint32_t bucket) {
   return (static_cast<uint64_t>(stage) << 32) | bucket;
+}
+
+// UpdateHost::trainReady once the whole training buffer may be read.
+constexpr uint64_t kAllStaged = std::numeric_limits<uint64_t>::max();
+
+// The end of the training-buffer bytes `runs` read (0: none).
+uint64_t trainEnd(plan::Space src, const std::vector<Run>& runs) {
+  uint64_t end = 0;
+  if (src != Space::kTrain) return end;
+  for (const Run& r : runs) end = std::max(end, r.srcOffset + r.bytes);
+  return end;
 }
 
 }  // namespace
@@ -57,6 +71,21 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
     }
     return true;
   };
+  // A trainer whose shard lands from device memory while the transfer runs
+  // (bucketed staging) sends a group, or runs a local task, once the
+  // training bytes it reads have landed.
+  std::vector<uint64_t> outNeeds(s.out.size()), localNeeds(s.local.size());
+  for (size_t i = 0; i < s.out.size(); ++i)
+    outNeeds[i] = trainEnd(s.out[i].srcSpace, s.out[i].runs);
+  for (size_t i = 0; i < s.local.size(); ++i) {
+    const LocalTask& t = s.local[i];
+    localNeeds[i] = trainEnd(t.srcSpace, t.runs);
+    if (t.srcSpace != Space::kTrain) continue;
+    for (const Quantize& q : t.quantize) {
+      localNeeds[i] = std::max(localNeeds[i], q.src->offset + q.src->bytes);
+    }
+  }
+  uint64_t staged = 0;  // host.trainReady(), as last seen
   auto landed = [&](uint32_t stage, uint32_t bucket) {
     --pending[sbKey(stage, bucket)];
     --stagePending[stage];
@@ -105,11 +134,18 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
 
   while (leftOut > 0 || leftLocal > 0 || leftIn > 0) {
     bool progress = false;
+    if (staged != kAllStaged) {
+      TIDE_ASSIGN_OR_RETURN(const uint64_t r, host.trainReady());
+      if (r > staged) {
+        staged = r;
+        dirty = progress = true;
+      }
+    }
     if (dirty) {
       dirty = false;
       for (size_t i = firstLocal; i < s.local.size(); ++i) {
         const LocalTask& t = s.local[i];
-        if (done[i] || !depsMet(t.stage, t.bucket)) continue;
+        if (done[i] || !depsMet(t.stage, t.bucket) || localNeeds[i] > staged) continue;
         const double t0 = now();
         const uint8_t* src = buffers[static_cast<int>(t.srcSpace)];
         uint8_t* dst = buffers[static_cast<int>(t.dstSpace)];
@@ -125,7 +161,7 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
       while (firstLocal < s.local.size() && done[firstLocal]) ++firstLocal;
       for (size_t i = firstOut; i < s.out.size(); ++i) {
         const OutGroup& g = s.out[i];
-        if (started[i] || !depsMet(g.stage, g.bucket)) continue;
+        if (started[i] || !depsMet(g.stage, g.bucket) || outNeeds[i] > staged) continue;
         if (g.hop) {
           auto it = hopArrived.find(sbKey(g.stage, g.bucket));
           if (it != hopArrived.end() && !it->second[g.chunk]) continue;
@@ -179,7 +215,8 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
       progress = true;
     }
     // Arrivals: block briefly only when nothing else moved.
-    double wait = progress ? 0.0 : (flights.empty() && leftIn > 0 ? 0.005 : idleWait);
+    const bool staging = staged != kAllStaged;
+    double wait = progress ? 0.0 : (flights.empty() && leftIn > 0 && !staging ? 0.005 : idleWait);
     while (leftIn > 0) {
       auto n = net.waitNotification(wait);
       if (!n.isOk()) {
@@ -211,6 +248,10 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
         return failed(0, w);
       }
     }
+    if (staging && !progress && flights.empty() && leftIn == 0) {
+      // Only the staging copy can move: look again shortly.
+      std::this_thread::sleep_for(std::chrono::duration<double>(idleWait));
+    }
     const double t = now();
     idleWait = progress ? 0.0002 : std::min(2 * idleWait, 0.002);
     if (progress) {
@@ -227,6 +268,7 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
           break;
         }
       }
+      if (staging) what += "; training shard staged below byte " + std::to_string(staged);
       return TIDE_ERROR(Code::kTimeout,
                         "exec: rank " + std::to_string(rank) + " made no progress for " +
                             std::to_string(opt.timeoutSeconds) + " s (" +

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -19,6 +20,7 @@
 #include "engine/exec/executor/sync_run.h"
 #include "engine/gpu/host_shard_memory.h"
 #include "tests/engine/exec/plan_fixture.h"
+#include "tests/fakes/faulty_transport.h"
 #ifdef TIDE_TEST_CUDA_SHARDS
 #include "engine/gpu/cuda_shard_memory.h"
 #include "engine/gpu/cuda_status.h"
@@ -41,6 +43,46 @@ struct OpLog {
 
 // The host shard memory, logged; optionally dropping one direction's copies
 // after set-up (a staging copy the executor forgot, as far as the data goes).
+// Whether a rank wrote from its training replica while that replica's D2H
+// had not landed in full: each rank's transport is a counting decorator
+// (FaultyTransport without faults), asked at each look at an unfinished D2H.
+struct SendWatch {
+  std::mutex mu;
+  std::map<int, const transport::fakes::FaultyTransport*> transports;
+  std::atomic<int> earlyLooks{0};  // looks at an unfinished D2H after a write out of its replica
+  uint64_t sentFrom(int rank, const uint8_t* replica) {
+    std::lock_guard<std::mutex> l(mu);
+    auto it = transports.find(rank);
+    return it == transports.end() ? 0 : it->second->requestsFrom(replica);
+  }
+};
+
+class WatchedJob final : public gpu::StagingJob {
+ public:
+  WatchedJob(std::unique_ptr<gpu::StagingJob> job, size_t tensors, SendWatch& watch, int rank,
+             const uint8_t* replica)
+      : job_(std::move(job)),
+        tensors_(tensors),
+        watch_(watch),
+        rank_(rank),
+        replica_(replica),
+        before_(watch.sentFrom(rank, replica)) {}
+  Result<size_t> landed() override {
+    TIDE_ASSIGN_OR_RETURN(const size_t k, job_->landed());
+    if (k < tensors_ && watch_.sentFrom(rank_, replica_) > before_) ++watch_.earlyLooks;
+    return k;
+  }
+  Result<gpu::StageStats> finish() override { return job_->finish(); }
+
+ private:
+  std::unique_ptr<gpu::StagingJob> job_;
+  size_t tensors_;
+  SendWatch& watch_;
+  int rank_;
+  const uint8_t* replica_;
+  uint64_t before_;  // the requests out of the replica when the D2H started
+};
+
 class LoggedMemory final : public gpu::ShardMemory {
  public:
   LoggedMemory(std::unique_ptr<gpu::ShardMemory> m, int rank, OpLog* log, bool dropD2h,
@@ -58,15 +100,20 @@ class LoggedMemory final : public gpu::ShardMemory {
     if (log_) log_->add(rank_, "fill");
     return m_->fill(dst, offset, tensor, box, version);
   }
-  Result<gpu::StageStats> stage(CopyDirection dir, gpu::ShardBuffer& shard, uint8_t* host,
-                                std::span<const gpu::StagedTensor> tensors,
-                                const gpu::StagingOptions& o) override {
+  Result<std::unique_ptr<gpu::StagingJob>> startStage(CopyDirection dir, gpu::ShardBuffer& shard,
+                                                      uint8_t* host,
+                                                      std::span<const gpu::StagedTensor> tensors,
+                                                      const gpu::StagingOptions& o) override {
     const bool d2h = dir == CopyDirection::kDeviceToHost;
     if (log_) log_->add(rank_, d2h ? "d2h" : "h2d");
     const bool drop = d2h ? dropD2h_ : (dropStepH2d_ && h2ds_++ > 0);  // the first: the start
-    if (drop) return gpu::StageStats{};
-    return m_->stage(dir, shard, host, tensors, o);
+    if (drop) return gpu::finishedStagingJob({}, tensors.size());
+    TIDE_ASSIGN_OR_RETURN(auto job, m_->startStage(dir, shard, host, tensors, o));
+    if (!d2h || !watch_) return job;
+    return std::unique_ptr<gpu::StagingJob>(
+        new WatchedJob(std::move(job), tensors.size(), *watch_, rank_, host));
   }
+  SendWatch* watch_ = nullptr;
   Result<uint64_t> checksum(const gpu::ShardBuffer& src,
                             std::span<const gpu::ShardRange> ranges) override {
     if (log_) log_->add(rank_, "sum");
@@ -83,6 +130,7 @@ class LoggedMemory final : public gpu::ShardMemory {
 
 struct DeviceRun {
   std::string backend = "shm";
+  SendWatch* watch = nullptr;
   uint64_t bucketBytes = 64 * 1024;  // 0: per tensor
   int steps = 2;
   OpLog* log = nullptr;
@@ -102,9 +150,20 @@ Result<std::vector<StepStats>> runDevice(const PlanFixture& s, const DeviceRun& 
   o.exec.staging.bucketBytes = run.bucketBytes;
   o.exec.shardMemory = [run](const workloads::SyntheticWeights& weights,
                              int rank) -> Result<std::unique_ptr<gpu::ShardMemory>> {
-    return std::unique_ptr<gpu::ShardMemory>(new LoggedMemory(
-        gpu::makeHostShardMemory(weights), rank, run.log, run.dropD2h, run.dropStepH2d));
+    auto m = std::make_unique<LoggedMemory>(gpu::makeHostShardMemory(weights), rank, run.log,
+                                            run.dropD2h, run.dropStepH2d);
+    m->watch_ = run.watch;
+    return std::unique_ptr<gpu::ShardMemory>(std::move(m));
   };
+  if (run.watch) {
+    o.wrapTransport = [watch = run.watch](std::unique_ptr<transport::Transport> t, int rank) {
+      auto f = std::make_unique<transport::fakes::FaultyTransport>(std::move(t),
+                                                                   transport::fakes::FaultPlan{});
+      std::lock_guard<std::mutex> l(watch->mu);
+      watch->transports[rank] = f.get();
+      return std::unique_ptr<transport::Transport>(std::move(f));
+    };
+  }
   return runThreads(s.plan, w, c, o, nullptr);
 }
 
@@ -177,6 +236,29 @@ TEST(DeviceExecutorFp8, P2pAndBroadcastBitExact) {
     auto stats = orThrow(runDevice(s, run));
     ASSERT_EQ(stats.size(), 2u);
     for (const auto& st : stats) EXPECT_EQ(st.verifiedBytes, inferBytes(s)) << strategy;
+  }
+}
+
+// Bucketed, the D2H lands bucket by bucket while the transfer runs (the
+// host shard memory lands one bucket each time it is looked at): broadcast
+// trainers write their gathers out of the replica before the rest of it
+// has landed, and only what has, since every update is still bit-exact
+// from poisoned targets. (A p2p group carries every block its target needs
+// from across the shard, so it waits for nearly the whole D2H: bit-exact,
+// no overlap claimed.)
+TEST(DeviceExecutorOverlap, TrainersSendLandedBucketsWhileTheRestCopies) {
+  for (const char* strategy : {"p2p", "broadcast"}) {
+    PlanFixture s(strategy, 64 * 1024);
+    SendWatch watch;
+    DeviceRun run;
+    run.bucketBytes = 16 * 1024;
+    run.watch = &watch;
+    auto stats = orThrow(runDevice(s, run));
+    ASSERT_EQ(stats.size(), 2u);
+    for (const auto& st : stats) EXPECT_EQ(st.verifiedBytes, inferBytes(s)) << strategy;
+    if (std::string(strategy) == "broadcast") {
+      EXPECT_GT(watch.earlyLooks.load(), 0) << "no write out of a replica before its D2H landed";
+    }
   }
 }
 
