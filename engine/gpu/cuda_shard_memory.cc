@@ -56,8 +56,6 @@ class CudaBucketedJob final : public StagingJob {
   CudaBucketedJob(BucketedCopy c, std::vector<size_t> bounds, const StageStats& st)
       : c_(std::move(c)), bounds_(std::move(bounds)), st_(st) {}
   ~CudaBucketedJob() override { (void)c_.waitAll(); }
-  CudaBucketedJob(const CudaBucketedJob&) = delete;
-  CudaBucketedJob& operator=(const CudaBucketedJob&) = delete;
 
   Result<size_t> landed() override {
     TIDE_ASSIGN_OR_RETURN(const size_t k, c_.landedBuckets());

@@ -69,8 +69,7 @@ Status DeviceShards::fillTrain(int version) {
 }
 
 Status DeviceShards::startStageOut() {
-  // A step that failed may have left its copy running: over before the next.
-  if (out_) (void)out_->finish();
+  // A step that failed may have left its copy running: dropping it waits.
   out_.reset();
   outStart_ = outEnd_ = nowSeconds();
   if (!train_) return Status::ok();
@@ -83,22 +82,22 @@ Result<uint64_t> DeviceShards::trainReady() {
   if (!out_) return kAllStaged;
   TIDE_ASSIGN_OR_RETURN(const size_t k, out_->landed());
   if (k >= trainTensors_.size()) {
-    TIDE_RETURN_IF_ERROR(finishStageOut().status());
+    TIDE_RETURN_IF_ERROR(finishStageOut());
     return kAllStaged;
   }
   return readyBelow_[k];
 }
 
-Result<gpu::StageStats> DeviceShards::finishStageOut() {
-  if (!out_) return gpu::StageStats{};
-  auto st = out_->finish();
+Status DeviceShards::finishStageOut() {
+  if (!out_) return Status::ok();
+  Status st = out_->finish().status();
   out_.reset();
   outEnd_ = nowSeconds();
   return st;
 }
 
 Status DeviceShards::afterTransfer() {
-  TIDE_RETURN_IF_ERROR(finishStageOut().status());
+  TIDE_RETURN_IF_ERROR(finishStageOut());
   return stageIn().status();
 }
 

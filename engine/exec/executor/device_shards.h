@@ -45,7 +45,7 @@ class DeviceShards final : public ShardHome {
   // The leading bytes of the host train buffer that hold the shard so far.
   Result<uint64_t> trainReady() override;
   // Waits for the D2H started last.
-  Result<gpu::StageStats> finishStageOut();
+  [[nodiscard]] Status finishStageOut();
   // The host infer buffer into the inference shard (H2D), waited for.
   Result<gpu::StageStats> stageIn();
   // As verifyInferShard, on the inference shard where it lives.

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -20,14 +19,20 @@ uint64_t sbKey(uint32_t stage, uint32_t bucket) {
   return (static_cast<uint64_t>(stage) << 32) | bucket;
 }
 
-// UpdateHost::trainReady once the whole training buffer may be read.
-constexpr uint64_t kAllStaged = std::numeric_limits<uint64_t>::max();
+constexpr uint64_t kAllStaged = ShardHome::kAllStaged;
 
-// The end of the training-buffer bytes `runs` read (0: none).
-uint64_t trainEnd(plan::Space src, const std::vector<Run>& runs) {
+// The end of the training-buffer bytes a group or local task reads (0: none).
+uint64_t trainEnd(const OutGroup& g) {
   uint64_t end = 0;
-  if (src != Space::kTrain) return end;
-  for (const Run& r : runs) end = std::max(end, r.srcOffset + r.bytes);
+  if (g.srcSpace != Space::kTrain) return end;
+  for (const Run& r : g.runs) end = std::max(end, r.srcOffset + r.bytes);
+  return end;
+}
+uint64_t trainEnd(const LocalTask& t) {
+  uint64_t end = 0;
+  if (t.srcSpace != Space::kTrain) return end;
+  for (const Run& r : t.runs) end = std::max(end, r.srcOffset + r.bytes);
+  for (const Quantize& q : t.quantize) end = std::max(end, q.src->offset + q.src->bytes);
   return end;
 }
 
@@ -74,17 +79,9 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
   // A trainer whose shard lands from device memory while the transfer runs
   // (bucketed staging) sends a group, or runs a local task, once the
   // training bytes it reads have landed.
-  std::vector<uint64_t> outNeeds(s.out.size()), localNeeds(s.local.size());
-  for (size_t i = 0; i < s.out.size(); ++i)
-    outNeeds[i] = trainEnd(s.out[i].srcSpace, s.out[i].runs);
-  for (size_t i = 0; i < s.local.size(); ++i) {
-    const LocalTask& t = s.local[i];
-    localNeeds[i] = trainEnd(t.srcSpace, t.runs);
-    if (t.srcSpace != Space::kTrain) continue;
-    for (const Quantize& q : t.quantize) {
-      localNeeds[i] = std::max(localNeeds[i], q.src->offset + q.src->bytes);
-    }
-  }
+  std::vector<uint64_t> outNeeds, localNeeds;
+  for (const OutGroup& g : s.out) outNeeds.push_back(trainEnd(g));
+  for (const LocalTask& t : s.local) localNeeds.push_back(trainEnd(t));
   uint64_t staged = 0;  // host.trainReady(), as last seen
   auto landed = [&](uint32_t stage, uint32_t bucket) {
     --pending[sbKey(stage, bucket)];

@@ -61,7 +61,8 @@ class UpdateHost {
   virtual Status materializeTrain(int version) = 0;
   // How many leading bytes of buffers()[kTrain] an update may read now:
   // all of them, except while a staging copy from device memory still
-  // lands (ShardHome::trainReady). Never blocks.
+  // lands (ShardHome::trainReady; ShardHome::kAllStaged when all). Never
+  // blocks.
   virtual Result<uint64_t> trainReady() = 0;
   // The inference shard at the run's start version: from the generator (or
   // a poison pattern, tests), or the shard a resumed run held.
