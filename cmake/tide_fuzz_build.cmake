@@ -14,6 +14,7 @@ set(san "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-
 if(NOT EXISTS ${BIN}/CMakeCache.txt)
   execute_process(
     COMMAND ${CMAKE_COMMAND} -S ${SRC} -B ${BIN} -G ${GEN} -DCMAKE_BUILD_TYPE=Debug
+            -DCMAKE_C_FLAGS_DEBUG=-g1 -DCMAKE_CXX_FLAGS_DEBUG=-g1
             -DCMAKE_C_COMPILER=${CC} -DCMAKE_CXX_COMPILER=${CXX}
             "-DCMAKE_C_FLAGS=-O1 ${san} -fsanitize=fuzzer-no-link"
             "-DCMAKE_CXX_FLAGS=-O1 ${san} -fsanitize=fuzzer-no-link"

@@ -12,7 +12,7 @@ PKGS=(
   libxxhash-dev libzstd-dev liburing-dev
   python3 python3-matplotlib python3-h5py python3-numpy
   qemu-system-x86 busybox-static kmod cpio xz-utils
-  iperf3 iproute2 clang valgrind openmpi-bin
+  iperf3 iproute2 clang lld valgrind openmpi-bin
 )
 
 missing=()
