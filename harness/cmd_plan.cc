@@ -9,6 +9,7 @@
 #include "engine/core/process_usage.h"
 #include "engine/core/units.h"
 #include "engine/plan/lower_bound.h"
+#include "engine/plan/schedule.h"
 #include "harness/command.h"
 #include "harness/run_context.h"
 #include "harness/workload_options.h"
@@ -27,7 +28,7 @@ void runPlan(const PlanArgs& a) {
   const double cpu0 = processCpuSeconds();  // planning is single-threaded
   auto w = orThrow(loadWorkload(a.workload));
   const double reshardSeconds = sw.seconds();
-  auto p = orThrow(w->strategy->makePlan(w->problem()));
+  auto p = orThrow(w->makePlan());
   const double planSeconds = sw.seconds();
   const double planCpuSeconds = processCpuSeconds() - cpu0;
   auto lb = orThrow(plan::lowerBound(p, boundCluster(w->cluster)));
@@ -77,11 +78,18 @@ void runPlan(const PlanArgs& a) {
   }
   std::printf("planning  %.2f s (reshard %.2f s), %.2f s CPU, peak RSS %.0f MB\n", planSeconds,
               reshardSeconds, planCpuSeconds, rss / 1e6);
+  // What both executors run: the plan lowered into units (engine/plan/schedule.h).
+  const plan::Schedule sched = orThrow(plan::Schedule::build(p));
+  std::printf("schedule  %zu units in %lu pieces, %zu gates\n", sched.units.size(),
+              static_cast<unsigned long>(sched.pieces), sched.gates.size());
 
   if (!a.json.empty()) {
     auto j = p.toJson();
     j["summary"] = s.toJson();
     j["lower_bound"] = lb.toJson();
+    j["schedule"] = {{"units", sched.units.size()},
+                     {"pieces", sched.pieces},
+                     {"gates", sched.gates.size()}};
     j["planning_seconds"] = planSeconds;
     j["planning_cpu_seconds"] = planCpuSeconds;
     j["peak_rss_bytes"] = rss;
@@ -104,7 +112,7 @@ void addPlanCommand(CLI::App& app) {
   args->workload.addTo(cmd);
   args->workload.inferDtype = "bf16";  // as tide sync: plan what a real run moves
   args->workload.addInferDtypeTo(cmd);
-  cmd->add_option("--json", args->json, "write the plan (tide.plan/1) with summary and bound");
+  cmd->add_option("--json", args->json, "write the plan (tide.plan/2) with summary and bound");
   cmd->callback([args] { runPlan(*args); });
 }
 

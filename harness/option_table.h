@@ -134,7 +134,6 @@ class ArgvWriter {
 
   std::vector<std::string>& argv() { return argv_; }
 
- private:
   static std::string toText(const std::string& s) { return s; }
   template <class T>
   static std::string toText(const T& v) {
@@ -145,7 +144,31 @@ class ArgvWriter {
     return std::string(buf, r.ptr);
   }
 
+ private:
   std::vector<std::string> argv_;
+};
+
+// Every option's value as text, in the table's order (flags "true" or
+// "false"): what two sets of arguments differ in.
+class OptionValues {
+ public:
+  void group(const std::string&) {}
+  template <class T>
+  void option(const std::string& name, const T& value, const std::string&, unsigned = 0) {
+    values_.emplace_back(name, ArgvWriter::toText(value));
+  }
+  void flag(const std::string& name, bool value, const std::string&, unsigned = 0) {
+    values_.emplace_back(name, value ? "true" : "false");
+  }
+  template <class E, size_t N>
+  void choice(const std::string& name, E value, const Choices<E, N>& choices, const std::string&,
+              unsigned = 0) {
+    values_.emplace_back(name, nameOf(choices, value));
+  }
+  const std::vector<std::pair<std::string, std::string>>& values() const { return values_; }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> values_;
 };
 
 }  // namespace tide::harness

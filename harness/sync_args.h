@@ -76,6 +76,8 @@ inline constexpr Choices<ShardMemoryKind, 2> kShardMemoryKinds{
     {{"cuda", ShardMemoryKind::kCuda}, {"host", ShardMemoryKind::kHost}}};
 
 struct SyncArgs {
+  // tide sync's defaults: WorkloadOptions' but the cluster, an emulated one.
+  SyncArgs() { workload.cluster = "emulated:nodes=8,gpus=4,nic=200Mbps,nics=1"; }
   WorkloadOptions workload;
   std::string backend = "tcp";
   int steps = 3;
@@ -83,6 +85,8 @@ struct SyncArgs {
   std::string trace;   // append events to an existing trace file
   std::string events;  // write events to a new file
   std::string replay;  // a trace whose versions the updates are
+  std::string planFile;  // a recorded plan to run (sync_plan_file.h)
+  std::string traceOut;  // the units on a timeline (timeline.h)
   RankMode ranks = RankMode::kAuto;
   std::string inferDtype = "bf16";
   double timeout = 120;
@@ -112,6 +116,9 @@ struct SyncArgs {
   template <class Self, class V>
   static void visit(Self& a, V& v) {
     WorkloadOptions::visit(a.workload, v);
+    v.option("--plan", a.planFile,
+             "run this recorded plan (tide plan --json): the update is the plan's (model, "
+             "layouts, strategy, options); the flags say where it runs");
     v.option("--backend", a.backend, "tcp | shm | rdma | nccl", kShowDefault);
     v.option("--steps", a.steps, "weight updates to run", kShowDefault);
     v.option("--json", a.json, "write the result (schema tide.sync/1)");
@@ -120,6 +127,9 @@ struct SyncArgs {
              "update to the versions of this trace (tide trace gen): its seed, AdamW "
              "settings and routing");
     v.option("--events", a.events, "write transfer events to a new trace file");
+    v.option("--trace-out", a.traceOut,
+             "write the run's units as a timeline (Chrome trace-event JSON: Perfetto, "
+             "chrome://tracing)");
     // Launched ranks are processes already.
     v.choice("--ranks", a.ranks, kRankModes, "how the ranks run", kShowDefault | kLocal);
     v.option("--infer-dtype", a.inferDtype, "bf16 (default) | model", kShowDefault);

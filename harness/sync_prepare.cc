@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/core/units.h"
 #include "engine/exec/weight_store/store_layout.h"
@@ -11,6 +12,7 @@
 #include "harness/sync_args.h"
 #include "harness/sync_chaos.h"
 #include "harness/sync_device.h"
+#include "harness/sync_plan_file.h"
 
 namespace tide::harness {
 
@@ -30,6 +32,7 @@ Result<Prepared> prepare(const SyncArgs& a) {
   // Before the run, which may take minutes, not after it.
   if (!a.json.empty()) TIDE_RETURN_IF_ERROR(checkOutputPath("--json", a.json));
   if (!a.events.empty()) TIDE_RETURN_IF_ERROR(checkOutputPath("--events", a.events));
+  if (!a.traceOut.empty()) TIDE_RETURN_IF_ERROR(checkOutputPath("--trace-out", a.traceOut));
   const auto compiled = transport::compiledBackends();
   if (std::find(compiled.begin(), compiled.end(), a.backend) == compiled.end()) {
     std::string why = transport::whyNotCompiled(a.backend);
@@ -43,6 +46,12 @@ Result<Prepared> prepare(const SyncArgs& a) {
   }
   WorkloadOptions wo = a.workload;
   wo.inferDtype = a.inferDtype;  // loadWorkload validates and applies it
+  std::optional<plan::TransferPlan> recorded;
+  if (!a.planFile.empty()) {
+    TIDE_ASSIGN_OR_RETURN(recorded, plan::TransferPlan::load(a.planFile));
+    TIDE_ASSIGN_OR_RETURN(wo, recordedWorkload(*recorded, a.planFile, a.workload, SyncArgs{}.workload,
+                                               a.inferDtype));
+  }
   p.strategy = wo.strategy;
   auto found = sync::findStrategy(wo.strategy);
   if (!found.isOk()) return found.status().withContext("--strategy");
@@ -82,7 +91,7 @@ Result<Prepared> prepare(const SyncArgs& a) {
       return TIDE_ERROR(Code::kInvalidArgument,
                         "--sparse applies deltas to version 0: drop --poison");
     }
-    p.strategy = wo.strategy + "-sparse";
+    p.strategy = sync::runName(d, true);
     p.mode = exec::UpdateMode::kSparse;
   }
   TIDE_ASSIGN_OR_RETURN(p.w, loadWorkload(wo));
@@ -92,7 +101,12 @@ Result<Prepared> prepare(const SyncArgs& a) {
   // register steps, in this host's pages.
   w.strategyOptions.firstUpdate = true;
   w.strategyOptions.pageBytes = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  TIDE_ASSIGN_OR_RETURN(p.plan, w.strategy->makePlan(w.problem()));
+  if (recorded) {
+    TIDE_RETURN_IF_ERROR(checkRecordedPlan(*recorded, a.planFile, w));
+    p.plan = std::move(*recorded);
+  } else {
+    TIDE_ASSIGN_OR_RETURN(p.plan, w.makePlan());
+  }
   if (p.mode == exec::UpdateMode::kStore) {
     // Checked once here rather than by every rank.
     TIDE_ASSIGN_OR_RETURN(auto layouts, exec::RankLayout::buildAll(p.plan));
@@ -126,7 +140,7 @@ Result<Prepared> prepare(const SyncArgs& a) {
           "--join-engine-at-step needs --infer engines >= 2 (one joins, the others run)");
     }
   }
-  p.emulated = a.workload.cluster.rfind("emulated:", 0) == 0;
+  p.emulated = w.cluster.kind == workloads::ClusterKind::kEmulated;
   TIDE_ASSIGN_OR_RETURN(p.bound, plan::lowerBound(p.plan, boundCluster(w.cluster)));
   TIDE_RETURN_IF_ERROR(checkChaos(a, p));
   TIDE_RETURN_IF_ERROR(checkDeviceMemory(a, p));

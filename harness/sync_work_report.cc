@@ -48,7 +48,7 @@ Status reportWork(const plan::TransferPlan& p, const exec::SetupStats& setup, nl
                        {"seconds", w.registerSeconds}});
     }
     auto& r = work["register"];
-    r["page_bytes"] = p.params.value("page_bytes", uint64_t{0});
+    r["page_bytes"] = p.params.options.pageBytes;
     r["pages"] = pages;
     r["bytes"] = bytes;
     r["registered_bytes"] = registered;  // with a version switch's shadow copies

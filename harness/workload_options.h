@@ -13,12 +13,16 @@
 #include "engine/plan/transfer_plan.h"
 #include "engine/sync/strategy.h"
 #include "engine/sync/strategy_registry.h"
+#include "engine/sync/update_problem.h"
 #include "harness/option_table.h"
 #include "workloads/cluster.h"
 #include "workloads/layout.h"
 #include "workloads/model.h"
 
 namespace tide::harness {
+
+// A size as a flag takes it ("512KiB").
+std::string sizeFlag(uint64_t bytes);
 
 struct WorkloadOptions {
   std::string model = "kimi-k2";
@@ -28,8 +32,9 @@ struct WorkloadOptions {
   std::string cluster = "h100-ib-8x400";
   std::string strategy = "p2p";
   std::string strategyHelp;  // what addTo() says --strategy takes (default: the table's names)
-  std::string bucket = "1GiB";
-  std::string chunk = "1MiB";
+  // Defaults: the plan's own (plan::PlanOptions), written as flags.
+  std::string bucket = sizeFlag(plan::PlanOptions{}.bucketBytes);
+  std::string chunk = sizeFlag(plan::PlanOptions{}.chunkBytes);
   int channels = 0;
   int fp8Block = 0;  // 0 = the model's
   // Weights on the inference side: "model" (the zoo's, e.g. FP8) or "bf16"
@@ -61,23 +66,9 @@ struct WorkloadOptions {
   void addInferDtypeTo(CLI::App* cmd);
 };
 
-struct Workload {
-  workloads::ModelSpec spec;
-  workloads::ModelInventory inventory;
-  workloads::TrainLayout train;
-  workloads::InferLayout infer;
-  workloads::ClusterSpec cluster;
-  plan::TransferPlan base;
-  plan::Reshard reshard;
-  sync::StrategyOptions strategyOptions;
-  const sync::StrategyDescriptor* descriptor = nullptr;
-  std::unique_ptr<sync::Strategy> strategy;  // the descriptor's plan builder
-
-  // Points into this object: keep the Workload alive while it is used.
-  sync::SyncProblem problem() const {
-    return sync::SyncProblem{&base, &reshard, &cluster, &train, &infer, strategyOptions, &spec};
-  }
-};
+// The update the flags describe, built by the one problem builder
+// (engine/sync/update_problem.h) that scenarios use too.
+using Workload = sync::UpdateProblem;
 
 Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o);
 

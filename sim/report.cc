@@ -67,12 +67,12 @@ void printScenarioInputs(const Scenario& sc) {
               sc.model.name.c_str(), sc.train.toString().c_str(), nodes(sc.trainNodes).c_str(),
               sc.infer.toString().c_str(), inferWhere.c_str());
   std::printf("cluster   %s\n", sc.cluster.toString().c_str());
-  std::string bucket = gb(p.bucketBytes);
+  std::string bucket = gb(p.options.bucketBytes);
   for (const auto& [name, bytes] : p.ownBucketBytes)
     if (bytes > 0) bucket += ", " + name + " " + gb(bytes);
   std::printf("strategy  bucket %s, %s on the wire, %s, page %llu B\n", bucket.c_str(),
-              p.fp8Wire ? "fp8" : "bf16", p.firstUpdate ? "first update" : "not the first update",
-              static_cast<unsigned long long>(p.pageBytes));
+              p.options.fp8Wire ? "fp8" : "bf16", p.options.firstUpdate ? "first update" : "not the first update",
+              static_cast<unsigned long long>(p.options.pageBytes));
   std::string overridden;
   for (const auto& c : sc.profile.constants)
     if (appliedSeconds(sc, c.key) != c.seconds) overridden += " " + c.key;
@@ -104,16 +104,16 @@ nlohmann::json scenarioInputsJson(const Scenario& sc) {
             {"oversubscription", c.fabric.oversubscription},
             {"latency_seconds", c.fabric.latencySeconds}}},
           {"strategy",
-           {{"bucket_bytes", p.bucketBytes},
+           {{"bucket_bytes", p.options.bucketBytes},
             {"strategies", p.names},
             {"own_bucket_bytes", p.ownBucketBytes},
             {"lock_poll_seconds", sc.calib.lockPollSeconds},
-            {"wire_dtype", p.fp8Wire ? "fp8" : "bf16"},
-            {"first_update", p.firstUpdate},
-            {"pipelined", p.pipelined},
-            {"page_bytes", p.pageBytes},
-            {"chunk_bytes", p.chunkBytes},
-            {"channels", p.channels}}},
+            {"wire_dtype", p.options.fp8Wire ? "fp8" : "bf16"},
+            {"first_update", p.options.firstUpdate},
+            {"pipelined", p.options.pipelined},
+            {"page_bytes", p.options.pageBytes},
+            {"chunk_bytes", p.options.chunkBytes},
+            {"channels", p.options.channels}}},
           {"profile", profileJson(sc)}};
 }
 

@@ -171,7 +171,7 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
       p.names.push_back(*name);
     }
   }
-  TIDE_RETURN_IF_ERROR(sizeField(f, "bucket", p.bucketBytes));
+  TIDE_RETURN_IF_ERROR(sizeField(f, "bucket", p.options.bucketBytes));
   for (const char* old : {"broadcast_bucket", "p2p_bucket"}) {
     if (t.contains(old))
       return f.error(old, "is replaced by a table per strategy: [strategy.<name>] bucket = ...");
@@ -196,18 +196,18 @@ Status parseStrategyTable(const toml::table& t, std::string_view origin, bool fp
     return f.error("wire_dtype",
                    "is fp8 but the model serves bf16 (set [model] infer_dtype = \"fp8_e4m3\")");
   }
-  p.fp8Wire = wire == "fp8";
-  TIDE_RETURN_IF_ERROR(f.getBool("first_update", p.firstUpdate));
-  TIDE_RETURN_IF_ERROR(f.getBool("pipelined", p.pipelined));
+  p.options.fp8Wire = wire == "fp8";
+  TIDE_RETURN_IF_ERROR(f.getBool("first_update", p.options.firstUpdate));
+  TIDE_RETURN_IF_ERROR(f.getBool("pipelined", p.options.pipelined));
   double pollMs = k.lockPollSeconds * 1e3;
   if (t.contains("lock_poll_ms")) overridden.push_back("lock_poll");
   TIDE_RETURN_IF_ERROR(nonNegative(f, "lock_poll_ms", pollMs));
   k.lockPollSeconds = pollMs * 1e-3;
-  TIDE_RETURN_IF_ERROR(sizeField(f, "page", p.pageBytes));
-  TIDE_RETURN_IF_ERROR(f.getInt("channels", p.channels, 1024, false));
-  TIDE_RETURN_IF_ERROR(sizeField(f, "chunk", p.chunkBytes));
-  TIDE_RETURN_IF_ERROR(f.getInt("max_sim_buckets", p.maxSimBuckets, 1 << 20, false));
-  if (p.maxSimBuckets <= 0) return f.error("max_sim_buckets", "must be positive");
+  TIDE_RETURN_IF_ERROR(sizeField(f, "page", p.options.pageBytes));
+  TIDE_RETURN_IF_ERROR(f.getInt("channels", p.options.channels, 1024, false));
+  TIDE_RETURN_IF_ERROR(sizeField(f, "chunk", p.options.chunkBytes));
+  TIDE_RETURN_IF_ERROR(f.getInt("max_sim_buckets", p.options.maxStepBuckets, 1 << 20, false));
+  if (p.options.maxStepBuckets <= 0) return f.error("max_sim_buckets", "must be positive");
   return f.rejectUnknown();
 }
 
@@ -367,7 +367,7 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   }
 
   const bool fp8Model = s.model.inferDtype == workloads::DType::kFP8E4M3;
-  s.strategy.fp8Wire = fp8Model;
+  s.strategy.options.fp8Wire = fp8Model;
   // The cost profile gives every non-wire cost; [strategy] and [calibration]
   // may override some of them for this scenario.
   if (strategy) {
@@ -441,7 +441,7 @@ Status validateScenario(const Scenario& s) {
     }
   }
   const bool fp8Model = s.model.inferDtype == workloads::DType::kFP8E4M3;
-  if (s.strategy.fp8Wire && !fp8Model) {
+  if (s.strategy.options.fp8Wire && !fp8Model) {
     return TIDE_ERROR(Code::kInvalidArgument, "fp8 on the wire but the model serves bf16");
   }
   return Status::ok();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/plan/plan_params.h"
 #include "sim/calibration.h"
 #include "sim/cost_profile.h"
 #include "workloads/cluster.h"
@@ -24,24 +25,19 @@ struct StrategyParams {
   // Strategies to run, by descriptor name (engine/sync/strategy_registry.h;
   // the caller checks them): by default the models of the published runs.
   std::vector<std::string> names{"miles-broadcast", "miles-p2p"};
-  uint64_t bucketBytes = 1000000000;  // gathered bytes per bucket, training dtype
+  // What its plans are made with (bucket, chunk, channels, FP8 on the wire,
+  // a first update, pipelining, max_sim_buckets as maxStepBuckets): the
+  // plan's own options, with their one set of defaults
+  // (engine/plan/plan_params.h).
+  plan::PlanOptions options;
   // A run of one strategy may set its own ([strategy.<name>] bucket: the
   // framework takes one buffer size per run); every such table is listed,
   // 0 where it sets no bucket, so that its name is checked.
   std::map<std::string, uint64_t, std::less<>> ownBucketBytes;
   uint64_t bucketFor(std::string_view strategy) const {
     auto it = ownBucketBytes.find(strategy);
-    return it != ownBucketBytes.end() && it->second > 0 ? it->second : bucketBytes;
+    return it != ownBucketBytes.end() && it->second > 0 ? it->second : options.bucketBytes;
   }
-  bool fp8Wire = true;               // FP8 (block scales) on the wire, else training dtype
-  bool firstUpdate = false;          // include one-time memory registration
-  uint64_t pageBytes = 4096;         // registration page size (4 KiB, or 2 MiB huge pages)
-  int channels = 0;                  // collective channels; 0 = NICs per node
-  uint64_t chunkBytes = 512 * 1024;  // pipelining chunk of a chain broadcast (NCCL default)
-  // p2p: overlap gather, conversion, copies and writes across buckets (a
-  // static-schedule design); false = one bucket at a time (the RL framework).
-  bool pipelined = false;
-  int maxSimBuckets = 64;  // buckets per stage kept distinct; more are merged
 };
 
 struct Scenario {

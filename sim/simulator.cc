@@ -28,8 +28,7 @@ void linkLowerBound(const WorkGraph& g, const FlowSolver& s, double* seconds,
 Result<StrategyResult> simulateScenario(const Scenario& sc, const plan::TransferPlan& plan,
                                         const Progress& progress) {
   LoweringOptions o;
-  o.chunkBytes = static_cast<double>(sc.strategy.chunkBytes);
-  o.maxBucketGroups = sc.strategy.maxSimBuckets;
+  o.maxBucketGroups = sc.strategy.options.maxStepBuckets;
   o.maxFlows = kScenarioMaxFlows;
   o.progress = progress;
   TIDE_ASSIGN_OR_RETURN(StrategyResult r, simulatePlan(plan, sc.cluster, sc.calib, o));

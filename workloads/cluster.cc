@@ -147,6 +147,7 @@ Result<ClusterSpec> parseEmulated(std::string_view text) {
   if (text.rfind(kPrefix, 0) != 0) return bad("'" + std::string(text) + "': want emulated:...");
   ClusterSpec c;
   c.name = std::string(text);
+  c.kind = ClusterKind::kEmulated;
   c.nicsPerNode = 0;
   std::string_view rest = text.substr(kPrefix.size());
   bool haveNic = false;

@@ -16,8 +16,14 @@ struct FabricSpec {
   double latencySeconds = 2e-6;   // one-way NIC-to-NIC latency
 };
 
+// What a cluster spec describes: a modelled cluster (a preset or a file),
+// or an emulated one whose nodes are network namespaces of this host
+// (parseEmulated), where the ranks of all nodes share the host's CPUs.
+enum class ClusterKind : uint8_t { kModelled, kEmulated };
+
 struct ClusterSpec {
   std::string name;
+  ClusterKind kind = ClusterKind::kModelled;
   int nodes = 1;
   int gpusPerNode = 1;
   int nicsPerNode = 1;

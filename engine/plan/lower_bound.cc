@@ -50,7 +50,7 @@ Result<LowerBound> lowerBound(const TransferPlan& plan, const workloads::Cluster
                             " nodes of " + std::to_string(c.gpusPerNode) + " GPUs");
     }
   }
-  const bool hostStaging = plan.params.value("staging", std::string()) == "host";
+  const bool hostStaging = plan.params.options.staging == Staging::kHost;
   const size_t nics = static_cast<size_t>(c.nodes) * c.nicsPerNode;
   const size_t gpus = static_cast<size_t>(c.nodes) * c.gpusPerNode;
   const int perLeaf = c.fabric.nodesPerLeaf;

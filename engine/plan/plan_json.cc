@@ -1,6 +1,7 @@
-// TransferPlan <-> JSON ("tide.plan/1"). Moves are written as arrays in the
+// TransferPlan <-> JSON ("tide.plan/2"). Moves are written as arrays in the
 // order of "move_fields" to keep large plans compact.
 
+#include <fstream>
 #include <string>
 
 #include "engine/plan/transfer_plan.h"
@@ -48,13 +49,24 @@ Result<RegionBox> boxFrom(const json& lo, const json& hi) {
 
 // The body of fromJson; nlohmann throws on type errors, caught by the caller.
 Result<TransferPlan> parse(const json& j) {
-  if (!j.is_object() || j.value("schema", "") != kPlanSchema) {
+  const std::string schema = j.is_object() && j.contains("schema") && j["schema"].is_string()
+                               ? j["schema"].get<std::string>()
+                               : "";
+  if (schema != kPlanSchema) {
+    const bool older = schema.rfind("tide.plan/", 0) == 0;
     return TIDE_ERROR(Code::kInvalidArgument,
-                      std::string("plan json: schema is not ") + kPlanSchema);
+                      "plan json: schema is " +
+                          (schema.empty() ? std::string("missing") : "'" + schema + "'") +
+                          ", this tide reads " + kPlanSchema +
+                          (older ? " (a plan of another version: make it again with tide plan "
+                                   "--json)"
+                                 : ""));
   }
   TransferPlan p;
   p.strategy = j.at("strategy").get<std::string>();
-  p.params = j.value("params", json::object());
+  if (j.contains("params")) {
+    TIDE_ASSIGN_OR_RETURN(p.params, PlanParams::fromJson(j["params"]));
+  }
   for (const auto& r : j.at("ranks")) {
     RankInfo ri;
     ri.id = r.at("id").get<uint32_t>();
@@ -164,7 +176,7 @@ json TransferPlan::toJson() const {
   j["schema"] = kPlanSchema;
   j["schema_version"] = kPlanSchemaVersion;
   j["strategy"] = strategy;
-  j["params"] = params;
+  j["params"] = params.toJson();
   j["ranks"] = json::array();
   for (const auto& r : ranks) {
     j["ranks"].push_back(
@@ -212,6 +224,16 @@ json TransferPlan::toJson() const {
   j["moves"] = std::move(mv);
   if (!work.empty()) j["work"] = work.toJson();
   return j;
+}
+
+Result<TransferPlan> TransferPlan::load(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return TIDE_ERROR(Code::kNotFound, "cannot open plan " + path);
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded()) return TIDE_ERROR(Code::kInvalidArgument, path + ": bad JSON");
+  auto p = fromJson(j);
+  if (!p.isOk()) return p.status().withContext(path);
+  return p;
 }
 
 Result<TransferPlan> TransferPlan::fromJson(const json& j) {

@@ -72,7 +72,6 @@ Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
                               const workloads::InferLayout& infer, const Placement& placement) {
   const int nt = train.worldSize();
   const int ni = infer.worldSize();
-  const int g = placement.gpusPerNode;
   TransferPlan p;
   TIDE_ASSIGN_OR_RETURN(p.ranks, placeRanks(nt, ni, placement));
   p.tensors.reserve(inv.tensors.size());
@@ -123,10 +122,6 @@ Result<TransferPlan> basePlan(const workloads::ModelInventory& inv,
       p.holdings.push_back(h);
     }
   }
-  p.params["train_ranks"] = nt;
-  p.params["infer_ranks"] = ni;
-  p.params["gpus_per_node"] = g;
-  p.params["colocated"] = placement.colocated;
   return p;
 }
 

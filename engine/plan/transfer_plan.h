@@ -27,14 +27,16 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/plan/plan_params.h"
 #include "engine/plan/plan_steps.h"
 #include "workloads/box.h"
 #include "workloads/dtype.h"
 
 namespace tide::plan {
 
-inline constexpr int kPlanSchemaVersion = 1;
-inline constexpr const char* kPlanSchema = "tide.plan/1";
+// 2: typed "params" (plan_params.h) with the workload the plan describes.
+inline constexpr int kPlanSchemaVersion = 2;
+inline constexpr const char* kPlanSchema = "tide.plan/2";
 
 enum class Role : uint8_t { kTrainer, kInference, kStore };
 
@@ -170,7 +172,7 @@ struct PlanSummary {
 
 struct TransferPlan {
   std::string strategy;
-  nlohmann::json params = nlohmann::json::object();
+  PlanParams params;
   std::vector<RankInfo> ranks;
   std::vector<TensorInfo> tensors;
   std::vector<Holding> holdings;
@@ -196,6 +198,8 @@ struct TransferPlan {
   // A parsed plan is validated: every plan a caller holds (a strategy's or
   // a file's) is valid, so its consumers need not check it again.
   static Result<TransferPlan> fromJson(const nlohmann::json& j);
+  // A plan file (tide plan --json), parsed and validated; errors name the file.
+  static Result<TransferPlan> load(const std::string& path);
 };
 
 }  // namespace tide::plan

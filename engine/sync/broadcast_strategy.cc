@@ -96,9 +96,6 @@ Result<plan::TransferPlan> BroadcastStrategy::makePlan(const SyncProblem& pr) co
   // Read only below: no holding is added, so pointers into it stay valid.
   const plan::TransferPlan& base = p;
   p.strategy = "broadcast";
-  p.params["bucket_bytes"] = pr.options.bucketBytes;
-  p.params["chunk_bytes"] = pr.options.chunkBytes;
-  p.params["channels"] = channels;
 
   // Holders per tensor, grouped by box (replicas hold equal boxes).
   const size_t numTensors = base.tensors.size();

@@ -62,13 +62,10 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
   }
   const auto& rs = *pr.reshard;
   TIDE_ASSIGN_OR_RETURN(Assignment asg,
-                        assignSources(*pr.base, rs, *pr.cluster, pr.options.roundRobin));
+                        assignSources(*pr.base, rs, *pr.cluster, pr.options.assignment == plan::Assignment::kRoundRobin));
 
   plan::TransferPlan p = startPlan(pr);
   p.strategy = "p2p";
-  p.params["assignment"] = pr.options.roundRobin ? "round_robin" : "balanced";
-  p.params["bucket_bytes"] = pr.options.bucketBytes;
-  p.params["staging"] = pr.options.hostStaging ? "host" : "device";
   const uint32_t convert = p.addStage("convert");
   const uint32_t write = p.addStage("write", {plan::Dependency{convert, true}});
   const auto buckets = tensorBuckets(p, pr.options.bucketBytes);

@@ -6,8 +6,8 @@ namespace tide::sync {
 
 Status addRegisterSteps(plan::TransferPlan& p, uint64_t pageBytes) {
   if (pageBytes == 0) return TIDE_ERROR(Code::kInvalidArgument, "register: page size must be > 0");
-  p.params["first_update"] = true;
-  p.params["page_bytes"] = pageBytes;
+  p.params.options.firstUpdate = true;
+  p.params.options.pageBytes = pageBytes;
   const auto buffers = plan::rankBuffers(p);
   const uint16_t stage = p.work.stage(plan::kStageRegister);
   for (size_t r = 0; r < buffers.size(); ++r) {

@@ -19,19 +19,9 @@
 
 namespace tide::sync {
 
-struct StrategyOptions {
-  uint64_t bucketBytes = kGiB;  // pipeline / broadcast unit (in training dtype bytes)
-  int channels = 0;             // broadcast rings; 0 = NICs per node
-  uint64_t chunkBytes = kMiB;   // pipelining chunk of a broadcast hop (NCCL-like slices)
-  bool roundRobin = false;      // p2p: the naive source choice, for comparison
-  bool hostStaging = true;      // p2p: staging replica in pinned host memory
-  // Of an update modelled at scale (plans by steps, strategy_registry.h):
-  bool fp8Wire = true;        // FP8 (block scales) on the wire, else the training dtype
-  bool firstUpdate = false;   // include the one-time memory registration
-  uint64_t pageBytes = 4096;  // registration page
-  bool pipelined = false;     // overlap buckets (a static schedule) instead of one at a time
-  int maxStepBuckets = 64;    // buckets per pipeline stage kept distinct; more are merged
-};
+// What a strategy plans with: the plan's own typed options, one set of
+// defaults for every command (engine/plan/plan_params.h).
+using StrategyOptions = plan::PlanOptions;
 
 struct SyncProblem {
   const plan::TransferPlan* base = nullptr;  // ranks, tensors, train/infer holdings
@@ -50,13 +40,15 @@ struct SyncProblem {
 };
 
 // The plan a strategy extends: the base itself when the caller gave it away,
-// else a copy. After this call a strategy reads ranks, tensors and holdings
-// from the returned plan only (the base may be empty).
+// else a copy, with the options it is planned with. After this call a
+// strategy reads ranks, tensors and holdings from the returned plan only
+// (the base may be empty).
 inline plan::TransferPlan startPlan(const SyncProblem& pr) {
-  if (pr.disposableBase != nullptr && pr.disposableBase == pr.base) {
-    return std::move(*pr.disposableBase);
-  }
-  return *pr.base;
+  plan::TransferPlan p = pr.disposableBase != nullptr && pr.disposableBase == pr.base
+                             ? std::move(*pr.disposableBase)
+                             : *pr.base;
+  p.params.options = pr.options;
+  return p;
 }
 
 class Strategy {

@@ -187,6 +187,10 @@ Result<const StrategyDescriptor*> findStrategy(std::string_view name) {
                                                 "' (known: " + strategyNames() + ")");
 }
 
+std::string runName(const StrategyDescriptor& d, bool sparse) {
+  return std::string(d.name) + (sparse ? "-sparse" : "");
+}
+
 Result<std::unique_ptr<Strategy>> createStrategy(std::string_view name) {
   TIDE_ASSIGN_OR_RETURN(const StrategyDescriptor* d, findStrategy(name));
   return d->planBuilder();

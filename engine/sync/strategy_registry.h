@@ -65,6 +65,9 @@ std::span<const StrategyDescriptor> strategyTable();
 Result<const StrategyDescriptor*> findStrategy(std::string_view name);
 // Names of the descriptors for which `pred` holds, joined by ", ".
 std::string strategyNames(bool (*pred)(const StrategyDescriptor&) = nullptr);
+// The name a run of `d` reports: its own, or with `--sparse` (deltas of
+// changed blocks), "<name>-sparse".
+std::string runName(const StrategyDescriptor& d, bool sparse);
 // The plan builder of `name` (its planner's, for a delivery over another plan).
 Result<std::unique_ptr<Strategy>> createStrategy(std::string_view name);
 

@@ -93,7 +93,7 @@ Result<FigureSet> measurePlan(const PlanProblem& pp) {
   o.strategy = pp.strategy;
   o.inferDtype = "bf16";  // as `tide plan`: what a real run moves
   TIDE_ASSIGN_OR_RETURN(auto w, loadWorkload(o));
-  TIDE_ASSIGN_OR_RETURN(plan::TransferPlan p, w->strategy->makePlan(w->problem()));
+  TIDE_ASSIGN_OR_RETURN(plan::TransferPlan p, w->makePlan());
   TIDE_ASSIGN_OR_RETURN(plan::LowerBound lb, plan::lowerBound(p, boundCluster(w->cluster)));
   const plan::PlanSummary s = p.summarize();
   FigureSet out;

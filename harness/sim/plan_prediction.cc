@@ -81,14 +81,12 @@ Result<double> probeLoopbackTcp() {
 }
 
 Result<PlanPrediction> predictPlan(const plan::TransferPlan& p, const std::string& clusterName,
-                                   uint64_t chunkBytes, const std::string& hostTcp) {
-  if (chunkBytes == 0) return TIDE_ERROR(Code::kInvalidArgument, "--chunk must be > 0");
+                                   const std::string& hostTcp) {
   PlanPrediction out;
   out.cluster = clusterName;
-  out.chunkBytes = chunkBytes;
   out.hostTcpSource = "none";
   TIDE_ASSIGN_OR_RETURN(workloads::ClusterSpec cluster, workloads::loadCluster(clusterName));
-  if (clusterName.rfind("emulated:", 0) == 0 && hostTcp != "none") {
+  if (cluster.kind == workloads::ClusterKind::kEmulated && hostTcp != "none") {
     if (hostTcp == "probe") {
       TIDE_ASSIGN_OR_RETURN(out.hostTcpBps, probeLoopbackTcp());
       out.hostTcpSource = "probe";
@@ -100,7 +98,6 @@ Result<PlanPrediction> predictPlan(const plan::TransferPlan& p, const std::strin
     }
   }
   sim::LoweringOptions lo;
-  lo.chunkBytes = static_cast<double>(chunkBytes);
   lo.hostTcpBps = out.hostTcpBps;
   TIDE_ASSIGN_OR_RETURN(sim::Calibration costs, planCosts(p));
   TIDE_ASSIGN_OR_RETURN(out.result, sim::simulatePlan(p, cluster, costs, lo));
@@ -110,7 +107,6 @@ Result<PlanPrediction> predictPlan(const plan::TransferPlan& p, const std::strin
 
 nlohmann::json PlanPrediction::inputsJson() const {
   return {{"cluster", cluster},
-          {"chunk_bytes", chunkBytes},
           {"host_tcp_gbps", hostTcpBps / 1e9},
           {"host_tcp_source", hostTcpSource},
           {"plan_bytes", planBytes}};

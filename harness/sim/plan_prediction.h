@@ -1,5 +1,5 @@
 #pragma once
-// A recorded plan (tide.plan/1) in the simulator on a cluster spec: the one
+// A recorded plan (tide.plan/2) in the simulator on a cluster spec: the one
 // path by which `tide validate` and `tide sim --plan` predict a real run,
 // so the prediction beside a run and the one a validation checks are the
 // same figure.
@@ -16,7 +16,6 @@ namespace tide::harness {
 struct PlanPrediction {
   sim::StrategyResult result;
   std::string cluster;
-  uint64_t chunkBytes = 0;
   double hostTcpBps = 0;      // 0: intra-node tcp treated as unlimited
   std::string hostTcpSource;  // none | probe | given
   uint64_t planBytes = 0;     // the plan's total: network + intra-node + local
@@ -29,7 +28,7 @@ struct PlanPrediction {
 // ranks share this host.
 [[nodiscard]] Result<PlanPrediction> predictPlan(const plan::TransferPlan& p,
                                                  const std::string& clusterName,
-                                                 uint64_t chunkBytes, const std::string& hostTcp);
+                                                 const std::string& hostTcp);
 
 // The tcp rate between two threads of this host on 127.0.0.1 (bytes/s):
 // median of three 64 MiB probes.

@@ -1,8 +1,7 @@
 #include "harness/sim/scenario_plans.h"
 
 #include "engine/core/process_usage.h"
-#include "engine/plan/reshard.h"
-#include "workloads/model.h"
+#include "engine/sync/update_problem.h"
 
 namespace tide::harness {
 
@@ -47,44 +46,27 @@ Result<sim::Scenario> loadCheckedScenario(const std::string& path) {
   return sc;
 }
 
+sync::UpdateSpec scenarioUpdate(const sim::Scenario& sc, const sync::StrategyDescriptor& d) {
+  sync::UpdateSpec u;
+  u.modelName = sc.model.name;
+  u.model = sc.model;
+  u.train = sc.train;
+  u.infer = sc.infer;
+  u.cluster = sc.cluster;
+  u.placement.gpusPerNode = sc.cluster.gpusPerNode;
+  u.placement.inferFirstGpu = sc.inferBase();
+  u.placement.colocated = sc.colocated;
+  u.strategy = &d;
+  u.options = sc.strategy.options;
+  u.options.bucketBytes = sc.strategy.bucketFor(d.name);
+  return u;
+}
+
 Result<plan::TransferPlan> scenarioPlan(const sim::Scenario& sc,
                                         const sync::StrategyDescriptor& d) {
-  const auto& sp = sc.strategy;
-  plan::Placement place;
-  place.gpusPerNode = sc.cluster.gpusPerNode;
-  place.inferFirstGpu = sc.inferBase();
-  place.colocated = sc.colocated;
-  sync::StrategyOptions o;
-  o.bucketBytes = sp.bucketFor(d.name);
-  o.channels = sp.channels;
-  o.chunkBytes = sp.chunkBytes;
-  o.fp8Wire = sp.fp8Wire;
-  o.firstUpdate = sp.firstUpdate;
-  o.pageBytes = sp.pageBytes;
-  o.pipelined = sp.pipelined;
-  o.maxStepBuckets = sp.maxSimBuckets;
-  if (sc.colocated && d.input != sync::PlanInput::kBoxes) {
-    // A step's send between two ranks of one GPU would take no link in the
-    // step lowering (sim/step_lowering.h): only moves are lowered onto the
-    // device, so only strategies planned from boxes run colocated.
-    return TIDE_ERROR(Code::kInvalidArgument,
-                      "strategy '" + std::string(d.name) +
-                          "' models engines on GPUs of their own; colocated scenarios "
-                          "([infer] colocated = true) run the strategies planned from boxes");
-  }
-  plan::TransferPlan base;
-  plan::Reshard reshard;
-  if (d.input == sync::PlanInput::kBoxes) {
-    workloads::ModelInventory inv = workloads::buildInventory(sc.model);
-    TIDE_ASSIGN_OR_RETURN(base, plan::basePlan(inv, sc.train, sc.infer, place));
-    TIDE_ASSIGN_OR_RETURN(reshard, plan::planReshard(base));
-  } else {
-    TIDE_ASSIGN_OR_RETURN(base.ranks,
-                          plan::placeRanks(sc.train.worldSize(), sc.infer.worldSize(), place));
-  }
-  sync::SyncProblem pr{&base, &reshard, &sc.cluster, &sc.train, &sc.infer, o, &sc.model, &base};
-  TIDE_ASSIGN_OR_RETURN(auto builder, d.planBuilder());
-  return builder->makePlan(pr);
+  TIDE_ASSIGN_OR_RETURN(auto problem, sync::UpdateProblem::build(scenarioUpdate(sc, d)));
+  // Planned once: at 16,384 GPUs the base's holdings are over a gigabyte.
+  return problem->makePlan(true);
 }
 
 Result<sim::Calibration> planCosts(const plan::TransferPlan& p) {

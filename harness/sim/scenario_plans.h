@@ -9,6 +9,7 @@
 #include "engine/core/status.h"
 #include "engine/plan/transfer_plan.h"
 #include "engine/sync/strategy_registry.h"
+#include "engine/sync/update_problem.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 
@@ -19,6 +20,9 @@ namespace tide::harness {
 // loadScenario, then checkScenarioStrategies.
 [[nodiscard]] Result<sim::Scenario> loadCheckedScenario(const std::string& path);
 
+// The update a scenario describes for strategy `d`, for the one problem
+// builder (engine/sync/update_problem.h).
+sync::UpdateSpec scenarioUpdate(const sim::Scenario& sc, const sync::StrategyDescriptor& d);
 // The plan the strategy makes for the scenario's model, layouts, placement
 // and [strategy] parameters.
 [[nodiscard]] Result<plan::TransferPlan> scenarioPlan(const sim::Scenario& sc,

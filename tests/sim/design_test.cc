@@ -102,7 +102,7 @@ TEST(DesignTest, NemoRlSendsEachInferenceRankItsExpertsAndBroadcastsTheRest) {
 
 TEST(DesignTest, CheckpointEngineBroadcastsTheWholeModelToEveryInferenceRank) {
   Scenario sc = small();
-  sc.strategy.maxSimBuckets = 1 << 20;  // every bucket its own step: owners exact
+  sc.strategy.options.maxStepBuckets = 1 << 20;  // every bucket its own step: owners exact
   plan::TransferPlan p = planOf(sc, "checkpoint-engine");
   RankBytes b = bytesOf(p);
   Independent c = countFromInventory(sc);
@@ -121,7 +121,7 @@ TEST(DesignTest, CheckpointEngineBroadcastsTheWholeModelToEveryInferenceRank) {
 
 TEST(DesignTest, CheckpointEngineP2pPullsEachBucketOnceThenBroadcastsIt) {
   Scenario sc = small();
-  sc.strategy.maxSimBuckets = 1 << 20;
+  sc.strategy.options.maxStepBuckets = 1 << 20;
   plan::TransferPlan p = planOf(sc, "checkpoint-engine-p2p");
   RankBytes b = bytesOf(p);
   Independent c = countFromInventory(sc);

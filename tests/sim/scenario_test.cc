@@ -132,13 +132,13 @@ TEST(Scenario, WireDtypeDefaultsToWhatTheModelServes) {
   t.erase(t.find("wire_dtype"), std::string("wire_dtype = \"bf16\"\n").size());
   auto bf16 = parseScenario(t, "t");
   ASSERT_TRUE(bf16.isOk()) << bf16.status().toString();
-  EXPECT_FALSE(bf16->strategy.fp8Wire);
+  EXPECT_FALSE(bf16->strategy.options.fp8Wire);
   t.replace(t.find("qwen3-30b-a3b"), 13, "tiny-moe");
   t.replace(t.find("tp=4,pp=2,ep=8,dp=2"), 19, "tp=2,pp=2,ep=2,dp=4");
   t.replace(t.find("engines=2,tp=8,ep=8"), 19, "engines=8,tp=2,ep=2");
   auto fp8 = parseScenario(t, "t");
   ASSERT_TRUE(fp8.isOk()) << fp8.status().toString();
-  EXPECT_TRUE(fp8->strategy.fp8Wire);
+  EXPECT_TRUE(fp8->strategy.options.fp8Wire);
 }
 
 TEST(Scenario, RejectsBadInput) {

@@ -27,7 +27,7 @@ using sync::miles::StageBytes;
 // The shares the Miles models count for a scenario (both strategies' runs
 // cut the same buckets in these tests).
 ModelShares sharesOf(const Scenario& sc) {
-  return computeShares(sc.model, sc.train, sc.infer, sc.strategy.fp8Wire,
+  return computeShares(sc.model, sc.train, sc.infer, sc.strategy.options.fp8Wire,
                        static_cast<double>(sc.strategy.bucketFor("miles-broadcast")));
 }
 
@@ -143,7 +143,7 @@ TEST(Strategy, OnlyAnFp8UpdateQuantizes) {
   Scenario fp8 = bf16;
   fp8.model.inferDtype = workloads::DType::kFP8E4M3;
   fp8.model.fp8Block = 128;
-  fp8.strategy.fp8Wire = true;
+  fp8.strategy.options.fp8Wire = true;
   ASSERT_TRUE(validateScenario(fp8).isOk());
   for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto b = simulate(bf16, strategy);
@@ -202,7 +202,7 @@ TEST(Strategy, PostProcessingRequantizesTheMlaLayersOfAnFp8Model) {
   Scenario mlaFp8 = mla;
   mlaFp8.model.inferDtype = workloads::DType::kFP8E4M3;
   mlaFp8.model.fp8Block = 128;
-  mlaFp8.strategy.fp8Wire = true;
+  mlaFp8.strategy.options.fp8Wire = true;
   for (const Scenario* sc : {&gqa, &mla, &mlaFp8}) ASSERT_TRUE(validateScenario(*sc).isOk());
   for (const char* strategy : {"miles-broadcast", "miles-p2p"}) {
     auto a = simulate(gqa, strategy);
@@ -253,7 +253,7 @@ TEST(Strategy, QuantizationIsOnePassOverTheGpusMemory) {
   fp8.cluster.hbmBps = 3.35e12;
   fp8.model.inferDtype = workloads::DType::kFP8E4M3;
   fp8.model.fp8Block = 128;
-  fp8.strategy.fp8Wire = true;
+  fp8.strategy.options.fp8Wire = true;
   Scenario fast = fp8;
   fast.cluster.hbmBps *= 2;
   Scenario none = fp8;
@@ -424,7 +424,7 @@ TEST(Strategy, UpdateSplitsIntoPrepareTransferAndFinalizeSpans) {
   ASSERT_TRUE(small.isOk());
   Scenario mla = sc;
   mla.model = *small;
-  mla.strategy.fp8Wire = true;
+  mla.strategy.options.fp8Wire = true;
   ASSERT_TRUE(validateScenario(mla).isOk());
   const double call = sc.calib.engineCallSeconds;
   for (auto [strategy, closing] : {std::pair{"miles-broadcast", 2}, std::pair{"miles-p2p", 3}}) {

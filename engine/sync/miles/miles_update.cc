@@ -233,9 +233,7 @@ Result<plan::TransferPlan> beginPlan(const SyncProblem& pr, std::string_view str
   plan::TransferPlan p;
   p.strategy = std::string(strategy);
   p.ranks = pr.base->ranks;
-  p.params = {{"bucket_bytes", pr.options.bucketBytes}, {"chunk_bytes", pr.options.chunkBytes},
-              {"fp8_wire", pr.options.fp8Wire},         {"first_update", pr.options.firstUpdate},
-              {"page_bytes", pr.options.pageBytes},     {"pipelined", pr.options.pipelined}};
+  p.params.options = pr.options;
   p.work.wireBytes = shares.wireTotal;
   return p;
 }

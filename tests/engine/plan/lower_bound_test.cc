@@ -75,7 +75,7 @@ TEST(LowerBound, NicBoundAtThePayloadRate) {
 
 TEST(LowerBound, NvlinkAndPcie) {
   TransferPlan p = plan();
-  p.params["staging"] = "host";
+  p.params.options.staging = Staging::kHost;
   p.holdings.push_back({0, Space::kTrain, 0, move(0, 0, 0, 1000000000).box, DType::kFP32});
   p.holdings.push_back({0, Space::kStaging, 0, move(0, 0, 0, 1000000000).box, DType::kFP32});
   Move c = move(0, 0, 0, 1000000000);  // 4e9 B D2H at 20e9 -> 0.2 s

@@ -73,7 +73,8 @@ TEST(TransferPlan, ValidTinyPlanAndSummary) {
 
 TEST(TransferPlan, JsonRoundTrip) {
   TransferPlan p = tinyPlan();
-  p.params["bucket_bytes"] = 1024;
+  p.params.options.bucketBytes = 1024;
+  p.params.workload.model = "tiny-moe";
   Bucket b;
   b.id = 0;
   b.owner = 0;

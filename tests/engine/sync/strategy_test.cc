@@ -205,8 +205,8 @@ TEST(Strategy, P2pPrefersNvlinkInsideANode) {
 
 double boundOf(const Env& s, bool roundRobin, bool hostStaging = true) {
   StrategyOptions o;
-  o.roundRobin = roundRobin;
-  o.hostStaging = hostStaging;
+  o.assignment = roundRobin ? plan::Assignment::kRoundRobin : plan::Assignment::kBalanced;
+  o.staging = hostStaging ? plan::Staging::kHost : plan::Staging::kDevice;
   auto p = s.make("p2p", o);
   auto lb = orThrow(plan::lowerBound(p, s.cluster));
   std::printf("  %s: %.3g s at %s;", roundRobin ? "round-robin" : "balanced", lb.seconds,
