@@ -153,7 +153,8 @@ class Runner {
     ends_[id] = now;
     last_ = id;
     if (t.record) {
-      res_.events.push_back({starts_[id], now, t.src, t.dst, t.bytes, t.stage, t.kind});
+      res_.events.push_back(
+          {starts_[id], now, t.src, t.dst, t.bytes, t.stage, t.kind, t.unit, t.piece});
     }
     if (t.release >= 0) {
       Lock& l = locks_[t.release];

@@ -22,6 +22,8 @@ struct SimEvent {
   double bytes = 0;
   uint16_t stage = 0;
   TaskPath path = TaskPath::kCompute;
+  uint32_t unit = kNoUnit;  // the schedule's unit it prices, and which piece
+  uint32_t piece = 0;
 };
 
 struct StageStats {

@@ -1,16 +1,18 @@
 #pragma once
 // Runs a TransferPlan (engine/plan) in the simulator: the same plan the real
-// executor runs, and the only way a strategy reaches the simulator.
+// executor runs, lowered into the same units (engine/plan/schedule.h), and
+// the only way a strategy reaches the simulator.
 //
-// Moves are grouped by (stage, bucket, src, dst, kind) into one flow each
-// (same endpoints, same time: the physics of one flow); broadcast hops of one
-// bucket become one chain flow over all hops; conversions run on the GPU's
-// memory when the dtype changes (a quantization pass), else as host copies.
-// Stage dependencies become joins, per bucket where the plan says so.
-// The plan's steps (its non-wire work) are lowered by step_lowering.h and
-// priced by `costs`, a cost profile's constants. `p` must be valid
-// (TransferPlan::validate): strategies and TransferPlan::fromJson return
-// only valid plans.
+// Each unit is priced as a flow: a batch of writes over the path between
+// its ranks, a local unit as a host copy, or on the GPU's memory when it
+// changes the dtype (a quantization pass) or joins two ranks of one GPU.
+// The schedule's gates become joins, its dependencies edges. A hop is one
+// flow per piece, after the piece before it and the same piece of the hop
+// into its sender; past LoweringOptions::maxHopPieces a chain is priced as
+// one flow over its hops with a pipeline fill per hop. The plan's steps (its
+// non-wire work) are lowered by step_lowering.h and priced by `costs`, a
+// cost profile's constants. `p` must be valid (TransferPlan::validate):
+// strategies and TransferPlan::fromJson return only valid plans.
 
 #include "engine/core/status.h"
 #include "engine/plan/transfer_plan.h"
@@ -20,11 +22,8 @@
 
 namespace tide::sim {
 
-// `chunkBytes` > 0: broadcast chains forward in chunks of that size (store
-// and forward per hop), so a bucket's chain pays one chunk time per hop after
-// the first (the pipeline fill), at its share of the hop when other stages'
-// chains cross the same link; the plan does not carry the chunk size.
-// NICs move payload at the cluster's nicPayloadBps() (an emulated link's
+// Broadcast chains forward in the plan's chunks (PlanOptions::chunkBytes),
+// store and forward per hop. NICs move payload at the cluster's nicPayloadBps() (an emulated link's
 // shaper meters whole frames). `hostTcpBps` > 0 (emulated
 // clusters only): every node's ranks are processes of one host, so tcp
 // between two ranks of a node is that host's loopback; one link of that
@@ -32,7 +31,6 @@ namespace tide::sim {
 // hops, charged once per chain like any re-crossed link), and a chain's
 // intra-node hop fills one chunk at that rate.
 struct LoweringOptions {
-  double chunkBytes = 0;
   double hostTcpBps = 0;
   // > 0: the plan's buckets are kept in at most this many contiguous groups
   // (a group's moves between two ranks one flow). A box-level plan of a
@@ -43,6 +41,10 @@ struct LoweringOptions {
   // > 0: fewer bucket groups (halving) until the plan's moves make at most
   // this many flows.
   size_t maxFlows = 0;
+  // At most this many hop pieces are priced one by one (per-unit times for
+  // `tide validate`); a plan with more, or with merged buckets, prices each
+  // chain as one flow.
+  size_t maxHopPieces = 200000;
   Progress progress;  // of the run (executor.h)
 };
 [[nodiscard]] Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,

@@ -15,6 +15,8 @@
 namespace tide::sim {
 
 using TaskId = uint32_t;
+// A task that is no unit of a plan's schedule (a join, a step, merged units).
+inline constexpr uint32_t kNoUnit = 0xffffffffu;
 
 enum class TaskPath : uint8_t {
   kCompute = 0,  // delay: post-processing, registration, control round trips
@@ -40,6 +42,8 @@ struct Task {
   int32_t acquire = -1;  // lock taken before the task starts
   int32_t release = -1;  // lock released when the task ends
   bool record = true;    // emit an event (joins do not)
+  uint32_t unit = kNoUnit;  // the schedule's unit (engine/plan/schedule.h) it prices
+  uint32_t piece = 0;       // and which of its pieces
   uint32_t pendingDeps = 0;
   std::vector<TaskId> succ;
 };

@@ -42,6 +42,10 @@ struct Event {
   int32_t stage = 0;  // TransferPlan stage index
   int32_t step = 0;   // RL step / weight version
   EventPath path = EventPath::kUnknown;
+  // The unit of the plan's schedule it ran (engine/plan/schedule.h) and
+  // which of its pieces; -1: no unit (a whole step's traffic, a model's step).
+  int32_t unit = -1;
+  uint32_t piece = 0;
 };
 
 class EventSink {

@@ -20,10 +20,11 @@ Status checkSchema(hid_t file, const std::string& path) {
   }
   auto ver = h5::readIntAttr(file, "schema_version");
   if (!ver.isOk()) return ver.status().withContext(path);
-  if (*ver != kSchemaVersion) {
+  if (*ver < kOldestSchemaVersion || *ver > kSchemaVersion) {
     return TIDE_ERROR(Code::kInvalidArgument,
                       "'" + path + "' has trace schema version " + std::to_string(*ver) +
-                          "; this tide reads version " + std::to_string(kSchemaVersion));
+                          "; this tide reads versions " + std::to_string(kOldestSchemaVersion) +
+                          " to " + std::to_string(kSchemaVersion));
   }
   return Status::ok();
 }
@@ -43,6 +44,8 @@ Status createEventsGroup(hid_t file) {
   TIDE_RETURN_IF_ERROR(h5::writeDataset<uint64_t>(g.get(), "bytes", {0}, {}, true));
   TIDE_RETURN_IF_ERROR(h5::writeDataset<int32_t>(g.get(), "stage", {0}, {}, true));
   TIDE_RETURN_IF_ERROR(h5::writeDataset<int32_t>(g.get(), "step", {0}, {}, true));
+  TIDE_RETURN_IF_ERROR(h5::writeDataset<int32_t>(g.get(), "unit", {0}, {}, true));
+  TIDE_RETURN_IF_ERROR(h5::writeDataset<uint32_t>(g.get(), "piece", {0}, {}, true));
   return h5::writeDataset<uint8_t>(g.get(), "path", {0}, {}, true);
 }
 
@@ -51,7 +54,8 @@ Status appendEvents(hid_t file, const std::vector<Event>& ev) {
   TIDE_ASSIGN_OR_RETURN(h5::Handle g, h5::openGroup(file, "events"));
   const size_t n = ev.size();
   std::vector<double> ts(n), te(n);
-  std::vector<int32_t> src(n), dst(n), stage(n), step(n);
+  std::vector<int32_t> src(n), dst(n), stage(n), step(n), unit(n);
+  std::vector<uint32_t> piece(n);
   std::vector<uint64_t> bytes(n);
   std::vector<uint8_t> path(n);
   for (size_t i = 0; i < n; ++i) {
@@ -63,6 +67,13 @@ Status appendEvents(hid_t file, const std::vector<Event>& ev) {
     stage[i] = ev[i].stage;
     step[i] = ev[i].step;
     path[i] = static_cast<uint8_t>(ev[i].path);
+    unit[i] = ev[i].unit;
+    piece[i] = ev[i].piece;
+  }
+  // A version 2 file (appended to) has no unit columns.
+  if (h5::exists(g.get(), "unit")) {
+    TIDE_RETURN_IF_ERROR(h5::appendRows(g.get(), "unit", unit));
+    TIDE_RETURN_IF_ERROR(h5::appendRows(g.get(), "piece", piece));
   }
   TIDE_RETURN_IF_ERROR(h5::appendRows(g.get(), "t_start", ts));
   TIDE_RETURN_IF_ERROR(h5::appendRows(g.get(), "t_end", te));
@@ -89,6 +100,12 @@ Result<std::vector<Event>> readEvents(hid_t file) {
   TIDE_ASSIGN_OR_RETURN(auto stage, h5::readDataset<int32_t>(g.get(), "stage", shape));
   TIDE_ASSIGN_OR_RETURN(auto step, h5::readDataset<int32_t>(g.get(), "step", shape));
   TIDE_ASSIGN_OR_RETURN(auto path, h5::readDataset<uint8_t>(g.get(), "path", shape));
+  std::vector<int32_t> unit(shape[0], -1);
+  std::vector<uint32_t> piece(shape[0], 0);
+  if (h5::exists(g.get(), "unit")) {  // version 3
+    TIDE_ASSIGN_OR_RETURN(unit, h5::readDataset<int32_t>(g.get(), "unit", shape));
+    TIDE_ASSIGN_OR_RETURN(piece, h5::readDataset<uint32_t>(g.get(), "piece", shape));
+  }
   std::vector<Event> ev(shape[0]);
   for (size_t i = 0; i < ev.size(); ++i) {
     if (!std::isfinite(ts[i]) || !std::isfinite(te[i]) || te[i] < ts[i]) {
@@ -99,8 +116,8 @@ Result<std::vector<Event>> readEvents(hid_t file) {
       return TIDE_ERROR(Code::kDataLoss, "/events row " + std::to_string(i) +
                                              ": unknown path code " + std::to_string(path[i]));
     }
-    ev[i] = Event{ts[i],    te[i],    src[i],  dst[i],
-                  bytes[i], stage[i], step[i], static_cast<EventPath>(path[i])};
+    ev[i] = Event{ts[i],   te[i],   src[i], dst[i], bytes[i], stage[i], step[i],
+                  static_cast<EventPath>(path[i]), unit[i], piece[i]};
   }
   return ev;
 }

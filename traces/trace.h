@@ -14,7 +14,10 @@
 namespace tide::traces {
 
 inline constexpr const char* kSchemaName = "tide-trace";
-inline constexpr int64_t kSchemaVersion = 2;  // 2: fixed-length strings
+// 2: fixed-length strings; 3: events carry their schedule unit and piece.
+// Version 2 files are read too (their events have no unit).
+inline constexpr int64_t kSchemaVersion = 3;
+inline constexpr int64_t kOldestSchemaVersion = 2;
 
 struct TraceMeta {
   std::string model;  // zoo name or the model's own name

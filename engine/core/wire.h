@@ -27,7 +27,7 @@ enum class WireKind : uint16_t {
 inline constexpr uint8_t kWireMagic = 0x54;  // 'T'
 // The format's version; a reader refuses any other. Bump it whenever a
 // record's fields change.
-inline constexpr uint8_t kWireVersion = 2;
+inline constexpr uint8_t kWireVersion = 3;
 inline constexpr size_t kWireHeaderBytes = 4;
 
 class WireWriter {

@@ -10,7 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "engine/plan/schedule.h"
 #include "sim/plan_lowering.h"
+#include "sim/unit_validation.h"
 
 namespace tide::sim {
 namespace {
@@ -63,8 +65,9 @@ TEST(Validation, RejectsForeignOrUncheckedRuns) {
 // one bucket of each of `stages` stages (independent: they run at once).
 plan::TransferPlan chainPlan(std::vector<uint32_t> nodes,
                              std::vector<std::pair<uint32_t, uint32_t>> hops, plan::MoveKind kind,
-                             int stages = 1) {
+                             int stages = 1, uint64_t chunk = 256 * 1024) {
   plan::TransferPlan p;
+  p.params.options.chunkBytes = chunk;
   p.strategy = kind == plan::MoveKind::kBroadcastHop ? "broadcast" : "p2p";
   std::vector<uint32_t> perNode(8, 0);
   for (uint32_t r = 0; r < nodes.size(); ++r) {
@@ -125,40 +128,153 @@ TEST(PlanLowering, IntraNodeTcpRunsAtTheHostRate) {
   auto free = simulatePlan(p, *cluster, Calibration{});  // no host figure: not a limit
   ASSERT_TRUE(free.isOk()) << free.status().toString();
   EXPECT_LT(free->seconds, 1e-6);
-  auto host = simulatePlan(p, *cluster, Calibration{}, {0, 0.5e9});
+  LoweringOptions slow;
+  slow.hostTcpBps = 0.5e9;
+  auto host = simulatePlan(p, *cluster, Calibration{}, slow);
   ASSERT_TRUE(host.isOk()) << host.status().toString();
   EXPECT_NEAR(host->seconds, kTensor / 0.5e9, 1e-6);
-  EXPECT_FALSE(simulatePlan(p, *cluster, Calibration{}, {0, -1}).isOk());
+  LoweringOptions negative;
+  negative.hostTcpBps = -1;
+  EXPECT_FALSE(simulatePlan(p, *cluster, Calibration{}, negative).isOk());
 }
 
-TEST(PlanLowering, ChainHopsInsideANodePassThroughTheHostAndFillAChunkEach) {
+TEST(PlanLowering, ChainHopsInsideANodePassThroughTheHostPieceByPiece) {
   // head (node 0) -> rank 1 (node 1) -> rank 2 (node 1) -> rank 3 (node 1).
   auto p = chainPlan({0, 1, 1, 1}, {{0, 1}, {1, 2}, {2, 3}}, plan::MoveKind::kBroadcastHop);
   auto cluster = workloads::parseEmulated("emulated:nodes=2,gpus=3,nic=1GB/s");
   ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
   const double chunk = 256 * 1024, host = 0.1e9;
-  auto r = simulatePlan(p, *cluster, Calibration{}, {chunk, host});
+  LoweringOptions o;
+  o.hostTcpBps = host;
+  auto r = simulatePlan(p, *cluster, Calibration{}, o);
   ASSERT_TRUE(r.isOk()) << r.status().toString();
-  // The chain crosses the host link (charged once per flow, like any link a
-  // chain re-crosses) and the node links: it runs at min(payload rate, host);
-  // each intra-node hop waits for one chunk at the host rate before forwarding.
-  double rate = std::min(kPayload, host);
-  EXPECT_NEAR(r->seconds, kTensor / rate + 2 * chunk / host, 1e-4);
+  // Each piece is a unit of its own (8 of 256 KiB per hop): the first crosses
+  // the node link, then both intra-node hops carry every byte over the
+  // host's loopback, which never idles once the first piece is in: one piece
+  // at the payload rate, then the tensor twice at the host rate.
+  EXPECT_NEAR(r->seconds, chunk / kPayload + 2 * kTensor / host, 1e-4);
+  size_t units = 0;
+  for (const auto& e : r->events) units += e.unit != kNoUnit;
+  EXPECT_EQ(units, 3u * 8u) << "a priced piece per hop and chunk";
 }
 
 TEST(PlanLowering, ConcurrentChainsFillEachHopAtTheirShare) {
   // head (node 0) -> rank 1 (node 1) -> rank 2 (node 2), in one stage and in
   // two: two chains share every link, so each runs at half the link and its
-  // second hop waits for one chunk at that half.
+  // second hop waits for one piece at that half (a pipeline of 8 pieces and
+  // 2 hops takes 9 piece times).
   auto cluster = workloads::parseEmulated("emulated:nodes=3,gpus=1,nic=1GB/s");
   ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
   const double chunk = 256 * 1024;
   for (int stages : {1, 2}) {
     auto p = chainPlan({0, 1, 2}, {{0, 1}, {1, 2}}, plan::MoveKind::kBroadcastHop, stages);
-    auto r = simulatePlan(p, *cluster, Calibration{}, {chunk});
+    auto r = simulatePlan(p, *cluster, Calibration{});
     ASSERT_TRUE(r.isOk()) << r.status().toString();
     EXPECT_NEAR(r->seconds, stages * (kTensor + chunk) / kPayload, 1e-4) << stages << " stages";
   }
+}
+
+// A trainer converts its tensor into a staging replica (a local unit), then
+// writes it to rank 1 (a write unit that waits for the conversion).
+plan::TransferPlan convertThenWrite() {
+  plan::TransferPlan p;
+  p.strategy = "p2p";
+  p.ranks = {{0, plan::Role::kTrainer, 0, 0}, {1, plan::Role::kInference, 1, 0}};
+  auto box = plan::RegionBox::from(workloads::Box{{0, 0}, {1024, 1024}});
+  if (!box.isOk()) throw StatusError(box.status());
+  plan::TensorInfo t;
+  t.name = "w";
+  t.shape = {1024, 1024};
+  p.tensors.push_back(t);
+  p.holdings = {{0, plan::Space::kTrain, 0, *box, workloads::DType::kBF16},
+                {0, plan::Space::kStaging, 0, *box, workloads::DType::kBF16},
+                {1, plan::Space::kInfer, 0, *box, workloads::DType::kBF16}};
+  const uint32_t conv = p.addStage("convert");
+  const uint32_t write = p.addStage("write", {plan::Dependency{conv, true}});
+  plan::Move c;
+  c.src = c.dst = 0;
+  c.box = *box;
+  c.srcSpace = plan::Space::kTrain;
+  c.dstSpace = plan::Space::kStaging;
+  c.kind = plan::MoveKind::kConvert;
+  c.stage = conv;
+  p.addMove(c);
+  plan::Move w = c;
+  w.dst = 1;
+  w.srcSpace = plan::Space::kStaging;
+  w.dstSpace = plan::Space::kInfer;
+  w.kind = plan::MoveKind::kWrite;
+  w.stage = write;
+  p.addMove(w);
+  return p;
+}
+
+std::vector<UnitTime> simulatedUnits(const StrategyResult& r) {
+  std::vector<UnitTime> out;
+  for (const auto& e : r.events)
+    if (e.unit != kNoUnit) out.push_back({0, e.unit, e.piece, e.src, e.tStart, e.tEnd});
+  return out;
+}
+
+TEST(UnitValidation, ARunThatIsItsOwnSimulationAgreesUnitByUnit) {
+  auto p = chainPlan({0, 1, 2}, {{0, 1}, {1, 2}}, plan::MoveKind::kBroadcastHop);
+  auto cluster = workloads::parseEmulated("emulated:nodes=3,gpus=1,nic=1GB/s");
+  ASSERT_TRUE(cluster.isOk()) << cluster.status().toString();
+  auto r = simulatePlan(p, *cluster, Calibration{});
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  auto s = plan::Schedule::build(p);
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  const auto sim = simulatedUnits(*r);
+  ASSERT_EQ(sim.size(), s->pieces);
+  std::vector<UnitTime> real = sim;
+  for (auto& t : real) t.step = 1;
+  auto e = compareUnits(*s, real, sim);
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_EQ(e->compared, s->pieces);
+  EXPECT_EQ(e->worst, 0.0);
+  // Every piece 10 % of the update later: each error is that share.
+  const double span = r->seconds;
+  for (auto& t : real) t.end += 0.1 * span;
+  e = compareUnits(*s, real, sim);
+  ASSERT_TRUE(e.isOk()) << e.status().toString();
+  EXPECT_NEAR(e->median, 0.1 / 1.1, 1e-9);
+  // The block round-trips through a tide.sync/1 document.
+  auto back = unitTimesFromJson(nlohmann::json::parse(unitTimesJson(real).dump()));
+  ASSERT_TRUE(back.isOk()) << back.status().toString();
+  EXPECT_EQ(back->size(), real.size());
+}
+
+void expectOff(const Result<UnitErrors>& e, const std::string& words) {
+  ASSERT_FALSE(e.isOk());
+  EXPECT_EQ(e.status().code(), Code::kDataLoss);
+  EXPECT_NE(e.status().message().find(words), std::string::npos) << e.status().toString();
+}
+
+TEST(UnitValidation, ARunThatDoesNotFollowTheScheduleIsRefused) {
+  const auto p = convertThenWrite();
+  auto s = plan::Schedule::build(p);
+  ASSERT_TRUE(s.isOk()) << s.status().toString();
+  ASSERT_EQ(s->units.size(), 2u);
+  const std::vector<UnitTime> good = {{1, 0, 0, 0, 0.0, 0.1}, {1, 1, 0, 0, 0.1, 0.5}};
+  ASSERT_TRUE(compareUnits(*s, good, {{0, 0, 0, 0, 0, 0.1}, {0, 1, 0, 0, 0.1, 0.5}}).isOk());
+  auto bad = good;
+  bad.push_back({1, 7, 0, 0, 0.2, 0.3});  // a unit the schedule does not list
+  expectOff(compareUnits(*s, bad, good), "which the schedule does not list");
+  bad = good;
+  bad[1].start = 0.05;  // the write before the conversion it waits for ended
+  expectOff(compareUnits(*s, bad, good), "before unit 0 (copy of rank 0), which it waits for");
+  bad = {good[0]};  // the write never ran
+  expectOff(compareUnits(*s, bad, good), "unit 1 (write of rank 0) piece 0 did not run");
+  bad = good;
+  bad[1].rank = 1;  // on another rank
+  expectOff(compareUnits(*s, bad, good), "ran on rank 1");
+  bad = good;
+  bad.push_back(good[0]);
+  expectOff(compareUnits(*s, bad, good), "ran twice");
+  // A simulation that merged units cannot be compared unit by unit.
+  auto merged = compareUnits(*s, good, {});
+  ASSERT_FALSE(merged.isOk());
+  EXPECT_EQ(merged.status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

@@ -63,9 +63,9 @@ Result<std::unique_ptr<RankExecutor>> RankExecutor::create(
 }
 
 Status RankExecutor::setup() {
-  TIDE_ASSIGN_OR_RETURN(
-      schedule_,
-      RankSchedule::build(plan_, layouts_, static_cast<uint32_t>(rank_), options_.chunkBytes));
+  TIDE_ASSIGN_OR_RETURN(units_, plan::Schedule::build(plan_));
+  TIDE_ASSIGN_OR_RETURN(schedule_,
+                        RankSchedule::build(plan_, units_, layouts_, static_cast<uint32_t>(rank_)));
   const traces::EventPath path = eventPathOf(transport_.capabilities().backend);
   TIDE_RETURN_IF_ERROR(registerSpaces());
   if (rank_ == 0) TIDE_RETURN_IF_ERROR(store_.set("epoch", std::to_string(nowSeconds())));

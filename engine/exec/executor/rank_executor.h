@@ -50,7 +50,6 @@ enum class UpdateMode {
 
 struct ExecOptions {
   double timeoutSeconds = 120;  // a step that makes no progress for this long fails
-  uint64_t chunkBytes = 0;      // broadcast pipelining chunk; 0 = the plan's
   // Tests only (exec_hooks.h): poisoned targets, a corrupted shard.
   std::shared_ptr<const ExecHooks> hooks;
   UpdateMode mode = UpdateMode::kFull;
@@ -190,6 +189,7 @@ class RankExecutor final : private UpdateHost {
   int rank_;
   int version_ = 0;
   double epoch_ = 0;  // rank 0's steady clock at setup: events are relative to it
+  plan::Schedule units_;  // the plan's schedule; schedule_ is this rank's share
   RankSchedule schedule_;
   SetupWork setupWork_;
   transport::Registration spaces_[kSpaceCount];  // the rank's buffers, registered

@@ -50,8 +50,8 @@ Result<SetupRecord> decodeSetup(std::string_view bytes) {
 
 namespace {
 // An event's fields on the wire: tStart tEnd (f64), src dst (i32), bytes
-// (u64), stage step (i32), path (u32).
-constexpr size_t kEventBytes = 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4;
+// (u64), stage step (i32), path (u32), unit (i32), piece (u32).
+constexpr size_t kEventBytes = 8 + 8 + 4 + 4 + 8 + 4 + 4 + 4 + 4 + 4;
 }  // namespace
 
 std::string encodeEvents(std::span<const traces::Event> events) {
@@ -59,7 +59,7 @@ std::string encodeEvents(std::span<const traces::Event> events) {
   w.u64(events.size());
   for (const auto& e : events) {
     w.f64(e.tStart).f64(e.tEnd).i32(e.src).i32(e.dst).u64(e.bytes).i32(e.stage).i32(e.step);
-    w.u32(static_cast<uint32_t>(e.path));
+    w.u32(static_cast<uint32_t>(e.path)).i32(e.unit).u32(e.piece);
   }
   return w.take();
 }
@@ -78,7 +78,7 @@ Result<std::vector<traces::Event>> decodeEvents(std::string_view bytes) {
   for (auto& e : events) {
     uint32_t path = 0;
     if (!(r.f64(e.tStart) && r.f64(e.tEnd) && r.i32(e.src) && r.i32(e.dst) && r.u64(e.bytes) &&
-          r.i32(e.stage) && r.i32(e.step) && r.u32(path)))
+          r.i32(e.stage) && r.i32(e.step) && r.u32(path) && r.i32(e.unit) && r.u32(e.piece)))
       break;
     if (path >= static_cast<uint32_t>(traces::kEventPathCount)) {
       r.fail("event path " + std::to_string(path) + " out of range");

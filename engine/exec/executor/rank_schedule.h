@@ -1,32 +1,34 @@
 #pragma once
-// One rank's share of a TransferPlan, ready to run:
-//  * outgoing groups: the rank's non-local moves of one (stage, bucket,
-//    target[, chunk]) as one batch of one-sided writes whose last request
-//    carries an immediate naming the group at the target ("unit");
-//  * local tasks: the rank's local copies / conversions of one (stage, bucket);
-//  * incoming units: what the rank waits for, by the same numbering.
-// Every rank numbers the units identically because it walks the same plan in
-// the same order. A task of (stage s, bucket b) may run once everything the
-// rank receives or produces locally for s's dependencies has landed (per
-// bucket or whole stage); a broadcast hop chunk also waits for the same chunk
-// from the previous hop, which is how the chain pipelines.
+// One rank's share of the plan's schedule (engine/plan/schedule.h), with
+// the addresses that make it runnable:
+//  * outgoing groups: each of the rank's units that writes to a peer, one
+//    group per piece (a write unit is one piece; a hop, one per chunk), a
+//    batch of one-sided writes whose last request carries the piece's
+//    number at the peer as its immediate;
+//  * local tasks: the rank's local units (copies, conversions);
+//  * incoming units: what the rank waits for, by the number the immediate
+//    carries.
+// When a unit may run is the schedule's: its dependencies (gates, the same
+// piece of the previous hop) are read from there, never derived here.
 
 #include <cstdint>
 #include <vector>
 
 #include "engine/core/status.h"
 #include "engine/exec/executor/rank_layout.h"
+#include "engine/plan/schedule.h"
 #include "engine/plan/transfer_plan.h"
 
 namespace tide::exec {
 
 struct OutGroup {
+  uint32_t id = 0;     // the schedule's unit
+  uint32_t piece = 0;  // of the unit (hops: the chunk)
   uint32_t stage = 0;
   uint32_t bucket = 0;
-  uint32_t chunk = 0;  // broadcast hops: chunk index of the bucket
   bool hop = false;
   int32_t peer = -1;
-  uint32_t unit = 0;  // id of this group at the peer (the immediate)
+  uint32_t unit = 0;  // number of this piece at the peer (the immediate)
   plan::Space srcSpace = plan::Space::kTrain;
   plan::Space dstSpace = plan::Space::kInfer;
   std::vector<Run> runs;  // src offsets in this rank's buffer, dst in the peer's
@@ -43,6 +45,7 @@ struct Quantize {
 };
 
 struct LocalTask {
+  uint32_t id = 0;  // the schedule's unit
   uint32_t stage = 0;
   uint32_t bucket = 0;
   plan::Space srcSpace = plan::Space::kTrain;
@@ -56,25 +59,25 @@ struct LocalTask {
 };
 
 struct InUnit {
+  uint32_t id = 0;     // the schedule's unit
+  uint32_t piece = 0;  // of the unit
   uint32_t stage = 0;
   uint32_t bucket = 0;
-  uint32_t chunk = 0;
   bool hop = false;
   int32_t src = -1;
 };
 
 struct RankSchedule {
   uint32_t rank = 0;
+  const plan::Schedule* units = nullptr;  // the schedule this share is of
   std::vector<OutGroup> out;
   std::vector<LocalTask> local;
-  std::vector<InUnit> in;  // index = unit id
-  uint64_t chunkBytes = 0;
+  std::vector<InUnit> in;  // index = the number the immediate carries
 
-  // Builds the schedule of `rank`. chunkBytes: broadcast hop pipelining unit
-  // (0 = the plan's params.chunk_bytes, else 1 MiB).
-  static Result<RankSchedule> build(const plan::TransferPlan& p,
-                                    const std::vector<RankLayout>& layouts, uint32_t rank,
-                                    uint64_t chunkBytes = 0);
+  // The share of `rank` in `schedule` (which must outlive it), the plan it
+  // was built from and the ranks' layouts.
+  static Result<RankSchedule> build(const plan::TransferPlan& p, const plan::Schedule& schedule,
+                                    const std::vector<RankLayout>& layouts, uint32_t rank);
 };
 
 }  // namespace tide::exec

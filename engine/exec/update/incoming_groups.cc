@@ -13,8 +13,8 @@ Result<std::vector<OutGroup>> incomingGroups(const plan::TransferPlan& plan,
   for (const InUnit& u : mine.in) {
     if (built[u.src]) continue;
     built[u.src] = 1;
-    TIDE_ASSIGN_OR_RETURN(RankSchedule s,
-                          RankSchedule::build(plan, layouts, u.src, mine.chunkBytes));
+    TIDE_ASSIGN_OR_RETURN(RankSchedule s, RankSchedule::build(plan, *mine.units, layouts,
+                                                              static_cast<uint32_t>(u.src)));
     for (OutGroup& g : s.out) {
       if (g.peer != static_cast<int32_t>(mine.rank)) continue;
       if (g.unit >= out.size() || seen[g.unit]) {

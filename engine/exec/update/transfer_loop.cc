@@ -4,7 +4,6 @@
 #include <chrono>
 #include <string>
 #include <thread>
-#include <unordered_map>
 
 #include "engine/core/clock.h"
 #include "engine/exec/executor/rank_executor.h"
@@ -14,10 +13,6 @@ namespace tide::exec {
 using plan::Space;
 
 namespace {
-
-uint64_t sbKey(uint32_t stage, uint32_t bucket) {
-  return (static_cast<uint64_t>(stage) << 32) | bucket;
-}
 
 constexpr uint64_t kAllStaged = ShardHome::kAllStaged;
 
@@ -49,32 +44,30 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
   const auto buffers = host.buffers();
   auto now = [] { return nowSeconds(); };
   std::vector<uint64_t> wire(s.out.size(), 0);  // bytes each group put on the wire
-  // Outstanding work this rank receives or does locally, per (stage, bucket) and per stage.
-  std::unordered_map<uint64_t, int64_t> pending;
-  std::vector<int64_t> stagePending(tp.stages.size(), 0);
-  std::unordered_map<uint64_t, std::vector<char>> hopArrived;  // (stage, bucket) -> per chunk
-  for (const auto& u : s.in) {
-    ++pending[sbKey(u.stage, u.bucket)];
-    ++stagePending[u.stage];
-    if (u.hop) {
-      auto& v = hopArrived[sbKey(u.stage, u.bucket)];
-      if (v.size() <= u.chunk) v.resize(u.chunk + 1, 0);
-    }
+  // When a unit may run is the schedule's (engine/plan/schedule.h): its
+  // gates, counted down here as what counts to them lands at this rank,
+  // and for a hop's piece the same piece of the hop into this rank.
+  const plan::Schedule& sched = *s.units;
+  std::vector<uint32_t> gateLeft(sched.gates.size(), 0);
+  for (size_t g = 0; g < sched.gates.size(); ++g) {
+    if (sched.gates[g].rank == s.rank) gateLeft[g] = sched.gates[g].pieces;
   }
-  for (const auto& t : s.local) {
-    ++pending[sbKey(t.stage, t.bucket)];
-    ++stagePending[t.stage];
-  }
-  auto depsMet = [&](uint32_t stage, uint32_t bucket) {
-    for (const auto& d : tp.stages[stage].deps) {
-      if (d.perBucket) {
-        auto it = pending.find(sbKey(d.stage, bucket));
-        if (it != pending.end() && it->second > 0) return false;
-      } else if (stagePending[d.stage] > 0) {
+  std::vector<char> started(s.out.size(), 0), done(s.local.size(), 0), arrived(s.in.size(), 0);
+  auto depsMet = [&](uint32_t id, uint32_t piece) {
+    const plan::Unit& u = sched.units[id];
+    for (auto* d = sched.depsBegin(u); d != sched.depsEnd(u); ++d) {
+      if (d->kind == plan::DepKind::kGate) {
+        if (gateLeft[d->id] > 0) return false;
+      } else if (!arrived[sched.units[d->id].slot + piece]) {
         return false;
       }
     }
     return true;
+  };
+  auto landed = [&](uint32_t id) {
+    for (const uint32_t g : sched.units[id].gates) {
+      if (g != plan::kNoGate) --gateLeft[g];
+    }
   };
   // A trainer whose shard lands from device memory while the transfer runs
   // (bucketed staging) sends a group, or runs a local task, once the
@@ -83,12 +76,10 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
   for (const OutGroup& g : s.out) outNeeds.push_back(trainEnd(g));
   for (const LocalTask& t : s.local) localNeeds.push_back(trainEnd(t));
   uint64_t staged = 0;  // host.trainReady(), as last seen
-  auto landed = [&](uint32_t stage, uint32_t bucket) {
-    --pending[sbKey(stage, bucket)];
-    --stagePending[stage];
-  };
+  // One event per unit (piece) run: what `tide validate` compares unit by
+  // unit with the simulator, and what a timeline shows.
   auto emit = [&](double t0, double t1, int src, int dst, uint64_t bytes, uint32_t stage,
-                  traces::EventPath path) -> Status {
+                  traces::EventPath path, uint32_t unit, uint32_t piece) -> Status {
     if (!events) return Status::ok();
     traces::Event e;
     e.tStart = t0 - epoch;
@@ -99,6 +90,8 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
     e.stage = static_cast<int32_t>(stage);
     e.step = step;
     e.path = path;
+    e.unit = static_cast<int32_t>(unit);
+    e.piece = piece;
     return events->append(e);
   };
 
@@ -118,7 +111,6 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
       for (const Flight& f : flights) (void)transport.wait(f.id, timeoutSeconds);
     }
   } drain{net, flights, opt.timeoutSeconds};
-  std::vector<char> started(s.out.size(), 0), done(s.local.size(), 0), arrived(s.in.size(), 0);
   size_t leftOut = s.out.size(), leftLocal = s.local.size(), leftIn = s.in.size();
   size_t firstOut = 0, firstLocal = 0;  // everything before these has started / run
   std::vector<transport::Request> reqs;
@@ -142,7 +134,7 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
       dirty = false;
       for (size_t i = firstLocal; i < s.local.size(); ++i) {
         const LocalTask& t = s.local[i];
-        if (done[i] || !depsMet(t.stage, t.bucket) || localNeeds[i] > staged) continue;
+        if (done[i] || !depsMet(t.id, 0) || localNeeds[i] > staged) continue;
         const double t0 = now();
         const uint8_t* src = buffers[static_cast<int>(t.srcSpace)];
         uint8_t* dst = buffers[static_cast<int>(t.dstSpace)];
@@ -150,19 +142,15 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
         done[i] = 1;
         --leftLocal;
         out.bytesLocal += t.bytes;
-        landed(t.stage, t.bucket);
+        landed(t.id);
         TIDE_RETURN_IF_ERROR(
-            emit(t0, now(), rank, rank, t.bytes, t.stage, traces::EventPath::kHostMem));
+            emit(t0, now(), rank, rank, t.bytes, t.stage, traces::EventPath::kHostMem, t.id, 0));
         dirty = progress = true;
       }
       while (firstLocal < s.local.size() && done[firstLocal]) ++firstLocal;
       for (size_t i = firstOut; i < s.out.size(); ++i) {
         const OutGroup& g = s.out[i];
-        if (started[i] || !depsMet(g.stage, g.bucket) || outNeeds[i] > staged) continue;
-        if (g.hop) {
-          auto it = hopArrived.find(sbKey(g.stage, g.bucket));
-          if (it != hopArrived.end() && !it->second[g.chunk]) continue;
-        }
+        if (started[i] || !depsMet(g.id, g.piece) || outNeeds[i] > staged) continue;
         if (g.runs.empty()) {
           return TIDE_ERROR(Code::kInternal, "exec: empty transfer group");
         }
@@ -188,7 +176,8 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
     auto finish = [&](size_t k) -> Status {
       const OutGroup& g = s.out[flights[k].group];
       const uint64_t bytes = wire[flights[k].group];
-      TIDE_RETURN_IF_ERROR(emit(flights[k].t0, now(), rank, g.peer, bytes, g.stage, env.path));
+      TIDE_RETURN_IF_ERROR(
+          emit(flights[k].t0, now(), rank, g.peer, bytes, g.stage, env.path, g.id, g.piece));
       out.bytesSent += bytes;
       --leftOut;
       flights[k] = flights.back();
@@ -230,8 +219,7 @@ Status runTransferLoop(const UpdateEnv& env, UpdateHost& host, GroupIo& io, int 
       TIDE_RETURN_IF_ERROR(io.arrived(n->imm));
       arrived[n->imm] = 1;
       --leftIn;
-      landed(u.stage, u.bucket);
-      if (u.hop) hopArrived[sbKey(u.stage, u.bucket)][u.chunk] = 1;
+      landed(u.id);
       dirty = progress = true;
     }
     if (!flights.empty() && !progress && leftIn == 0) {

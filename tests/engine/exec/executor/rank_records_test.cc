@@ -23,6 +23,8 @@ traces::Event event(int i) {
   e.stage = 2 * i;
   e.step = 3;
   e.path = static_cast<traces::EventPath>(i % traces::kEventPathCount);
+  e.unit = i == 0 ? -1 : 7 * i;
+  e.piece = static_cast<uint32_t>(i);
   return e;
 }
 
@@ -67,7 +69,8 @@ TEST(RankRecords, EventsRoundTripFieldByField) {
     const auto& a = in[i];
     const auto& b = (*back)[i];
     EXPECT_TRUE(a.tStart == b.tStart && a.tEnd == b.tEnd && a.src == b.src && a.dst == b.dst &&
-                a.bytes == b.bytes && a.stage == b.stage && a.step == b.step && a.path == b.path)
+                a.bytes == b.bytes && a.stage == b.stage && a.step == b.step && a.path == b.path &&
+                a.unit == b.unit && a.piece == b.piece)
         << i;
   }
   auto none = decodeEvents(encodeEvents({}));
@@ -88,9 +91,9 @@ TEST(RankRecords, BadEventRecordsAreRefused) {
   const uint64_t count = uint64_t{1} << 60;
   for (int i = 0; i < 8; ++i) huge[kWireHeaderBytes + i] = static_cast<char>(count >> (8 * i));
   expectDataLoss(decodeEvents(huge).status(), "events announced");
-  // A path no build knows.
+  // A path no build knows (the last event's: path, unit and piece end the record).
   std::string path = bytes;
-  path[path.size() - 4] = static_cast<char>(traces::kEventPathCount);
+  path[path.size() - 12] = static_cast<char>(traces::kEventPathCount);
   expectDataLoss(decodeEvents(path).status(), "event path");
 }
 
