@@ -93,7 +93,7 @@ void runReproduce(const ReproduceArgs& a, const std::string& invoked) {
                                         " (run from the source tree or pass --source)"));
   }
   const std::string out = a.out.empty() ? "results/local/" + utcNow("%Y%m%dT%H%M%SZ") : a.out;
-  reproduce::SetOptions so{a.quick, a.tinyHeadline, selfExe(), source, out + "/parts"};
+  reproduce::SetOptions so{a.quick, a.tinyHeadline, selfExe(), source, out + "/parts", out};
   std::vector<reproduce::Part> parts = reproduce::reproductionSet(so);
   if (!a.only.empty()) {
     std::vector<reproduce::Part> keep;

@@ -11,9 +11,11 @@
 #include "engine/core/status.h"
 #include "engine/core/units.h"
 #include "harness/command.h"
+#include "harness/output_path.h"
 #include "harness/run_context.h"
 #include "harness/sim/plan_prediction.h"
 #include "harness/sim/scenario_plans.h"
+#include "harness/timeline.h"
 #include "sim/report.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -91,8 +93,8 @@ struct SimOptions {
   // --plan mode
   std::string plan;
   std::string cluster;
-  std::string chunk = "1MiB";
   std::string hostTcp = "probe";
+  std::string traceOut;
 };
 
 // A recorded plan on a cluster spec: the prediction `tide validate` makes
@@ -105,16 +107,9 @@ void runPlanSim(const SimOptions& o) {
   }
   if (o.cluster.empty())
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--plan needs --cluster"));
-  auto chunk = parseSize(o.chunk);
-  if (!chunk.isOk()) throw StatusError(chunk.status().withContext("--chunk"));
-  std::ifstream in(o.plan);
-  if (!in) throw StatusError(TIDE_ERROR(Code::kNotFound, "cannot open " + o.plan));
-  nlohmann::json pj = nlohmann::json::parse(in, nullptr, false);
-  if (pj.is_discarded())
-    throw StatusError(TIDE_ERROR(Code::kInvalidArgument, o.plan + ": bad JSON"));
-  plan::TransferPlan p = orThrow(plan::TransferPlan::fromJson(pj));
-  pj = nullptr;  // tens of MB at scale: not kept through the simulation
-  PlanPrediction pred = orThrow(predictPlan(p, o.cluster, *chunk, o.hostTcp));
+  if (!o.traceOut.empty()) orThrow(checkOutputPath("--trace-out", o.traceOut));
+  plan::TransferPlan p = orThrow(plan::TransferPlan::load(o.plan));
+  PlanPrediction pred = orThrow(predictPlan(p, o.cluster, o.hostTcp));
   if (pred.hostTcpSource != "none") {
     std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", pred.hostTcpBps / 1e9,
                 pred.hostTcpSource.c_str());
@@ -129,6 +124,14 @@ void runPlanSim(const SimOptions& o) {
   out["results"] = nlohmann::json::array({r.toJson()});
   if (!o.json.empty()) orThrow(sim::writeJsonFile(o.json, out));
   if (!o.events.empty()) orThrow(writeSimEvents(o.events, {r}));
+  if (!o.traceOut.empty()) {
+    const plan::Schedule sched = orThrow(plan::Schedule::build(p));
+    traces::ChromeTrace t;
+    addUnits(t, kSimProcess, "simulated (tide sim)", p, sched, simUnitTimes(r));
+    addOtherWork(t, kSimProcess, r);
+    orThrow(t.write(o.traceOut));
+    std::printf("timeline: %zu slices -> %s\n", t.sliceCount(), o.traceOut.c_str());
+  }
 }
 
 void runSim(const SimOptions& o) {
@@ -182,8 +185,9 @@ void addSimCommand(CLI::App& app) {
       "--plan", o->plan, "instead of --scenario: a recorded plan (tide plan --json) on --cluster");
   cmd->add_option("--cluster", o->cluster, "with --plan: cluster spec (preset, file, emulated:...)")
       ->needs(planOpt);
-  cmd->add_option("--chunk", o->chunk, "with --plan: the broadcast chunk (the plan does not say)")
-      ->capture_default_str()
+  cmd->add_option("--trace-out", o->traceOut,
+                  "with --plan: write the simulated units as a timeline (Chrome trace-event "
+                  "JSON: Perfetto, chrome://tracing)")
       ->needs(planOpt);
   cmd->add_option("--host-tcp", o->hostTcp,
                   "with --plan on an emulated cluster: tcp rate between two ranks of one host "

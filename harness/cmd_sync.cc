@@ -33,6 +33,7 @@
 #include "harness/sync_rxe.h"
 #include "harness/sync_switch_report.h"
 #include "harness/sync_work_report.h"
+#include "harness/timeline.h"
 #include "traces/event_writer.h"
 
 namespace tide::harness {
@@ -69,7 +70,7 @@ Status writeJson(const std::string& path, nlohmann::json j) {
 // ("TIDE" from tide launch, "OpenMPI", "Slurm", "torchrun", ...).
 Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::StepStats>& steps,
               const std::string& mode, const exec::ExecReport& extra, const exec::SetupStats& setup,
-              const std::string& rankEnv = "") {
+              const std::vector<traces::Event>& events, const std::string& rankEnv = "") {
   nlohmann::json j;
   j["schema"] = "tide.sync/1";
   j["strategy"] = p.strategy;
@@ -180,6 +181,17 @@ Status report(const SyncArgs& a, const Prepared& p, const std::vector<exec::Step
     }
   }
   reportSwitchAndJoin(a.switchMode == SwitchMode::kShadow, steps, extra, j);
+  // Each unit of the schedule as it ran: what `tide validate` compares with
+  // the simulator unit by unit (full updates: the other modes run no units).
+  const std::vector<sim::UnitTime> units = realUnitTimes(events);
+  if (!units.empty()) j["units"] = sim::unitTimesJson(units);
+  if (!a.traceOut.empty()) {
+    TIDE_ASSIGN_OR_RETURN(const plan::Schedule sched, plan::Schedule::build(p.plan));
+    traces::ChromeTrace t;
+    addUnits(t, kRealProcess, "real (tide sync)", p.plan, sched, units);
+    TIDE_RETURN_IF_ERROR(t.write(a.traceOut));
+    std::printf("timeline  %zu unit pieces -> %s\n", t.sliceCount(), a.traceOut.c_str());
+  }
   TIDE_RETURN_IF_ERROR(reportWork(p.plan, setup, j));
   std::printf("bound     %.3f s (%s); median step %.3f s = %.2fx\n", p.bound.seconds,
               p.bound.bottleneck.name.c_str(), median, p.bound.ratio(median));
@@ -256,7 +268,7 @@ void runWorker(const SyncArgs& a) {
   const char* mode = std::getenv(kNetnsEnv) ? "processes in network namespaces"
                      : std::getenv(kRxeEnv) ? "processes on one rxe device per node"
                                             : "processes";
-  orThrow(report(a, p, steps, mode, extra, setup, env.source));
+  orThrow(report(a, p, steps, mode, extra, setup, events.events(), env.source));
 }
 
 void runSyncWith(const SyncArgs& a, const Prepared& p, std::optional<SignalGuard>& signals);
@@ -315,21 +327,20 @@ void runSyncWith(const SyncArgs& a, const Prepared& p, std::optional<SignalGuard
     throwIfInterruptedBeforeStart();  // one that came just before the reset
     workloads::SyntheticWeights weights(p.w->inventory, p.replay.routing, p.replay.rl, a.steps);
     traces::MemoryEventSink events;
-    bool wantEvents = !a.events.empty() || !a.trace.empty();
     exec::RankRunOptions o = runOptions(a, p);
     exec::ExecReport extra;
     exec::SetupStats setup;
     o.exec.report = &extra;
     o.setup = &setup;
     auto run =
-        exec::runThreads(p.plan, weights, transportConfig(a), o, wantEvents ? &events : nullptr);
+        exec::runThreads(p.plan, weights, transportConfig(a), o, &events);
     if (!run.isOk()) {
       ::unlink(a.json.c_str());
       reportFailure(a, p, run.status(), 0);
     }
     auto steps = orThrow(std::move(run));
     orThrow(writeEvents(a, events.events()));
-    orThrow(report(a, p, steps, "threads", extra, setup));
+    orThrow(report(a, p, steps, "threads", extra, setup, events.events()));
     return;
   }
   if (!a.json.empty()) ::unlink(a.json.c_str());  // a failing rank writes it only where none is
@@ -391,7 +402,6 @@ void runSyncWith(const SyncArgs& a, const Prepared& p, std::optional<SignalGuard
 void addSyncCommand(CLI::App& app) {
   auto a = std::make_shared<SyncArgs>();
   auto* cmd = app.add_subcommand("sync", "run weight updates for real and verify them bit-exact");
-  a->workload.cluster = "emulated:nodes=8,gpus=4,nic=200Mbps,nics=1";
   a->workload.strategyHelp =
       sync::strategyNames([](const sync::StrategyDescriptor& s) { return s.runsForReal(); });
   OptionRegistrar options(cmd);

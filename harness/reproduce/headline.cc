@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <iterator>
 
 #include "sim/validation.h"
 
@@ -14,6 +15,11 @@ using nlohmann::json;
 
 std::string partName(const char* kind, const std::string& strategy) {
   return std::string("headline_") + kind + "_" + strategy;
+}
+
+// The units of one side's run of one plan on a timeline, beside REPORT.md.
+std::string timelineFile(const char* side, const std::string& strategy) {
+  return std::string("timeline_") + side + "_" + strategy + ".json";
 }
 
 // Why a part gave no figure: its status and reason, or that it did not run.
@@ -221,21 +227,27 @@ void addHeadlineParts(const SetOptions& o, const std::string& netnsSkip, std::ve
       p.argv.push_back(a);
     parts.push_back(std::move(p));
   }
-  for (const char* s : kHeadlineStrategies) {
+  // What each real run takes at Kimi-K2 / 128, for the ETA: broadcast, p2p.
+  constexpr double kSyncSeconds[] = {45.0, 30.0};
+  static_assert(std::size(kSyncSeconds) == std::size(kHeadlineStrategies));
+  for (size_t i = 0; i < std::size(kHeadlineStrategies); ++i) {
+    const char* s = kHeadlineStrategies[i];
     const std::string n = partName("sync", s);
     Part p{n,
            std::string("headline: real weight update on the emulated cluster, verified: ") + s,
            {o.tide, "sync"},
-           tiny ? 5.0 : (std::string(s) == "p2p" ? 30.0 : 45.0),
+           tiny ? 5.0 : kSyncSeconds[i],
            900,
            netnsSkip,
            {{"result", d + n + ".json"}},
            {{s, d + n + "_events.h5"}}};
-    for (const auto& a : h.workloadArgs()) p.argv.push_back(a);
+    // The recorded plan, the one the simulator prices below: one plan
+    // through both executors.
     for (const auto& a :
-         {std::string("--cluster"), h.cluster, std::string("--strategy"), std::string(s),
-          std::string("--steps"), std::to_string(h.steps), std::string("--json"), d + n + ".json",
-          std::string("--events"), d + n + "_events.h5"})
+         {std::string("--plan"), d + partName("plan", s) + ".json", std::string("--cluster"),
+          h.cluster, std::string("--steps"), std::to_string(h.steps), std::string("--json"),
+          d + n + ".json", std::string("--events"), d + n + "_events.h5",
+          std::string("--trace-out"), o.outDir + "/" + timelineFile("real", s)})
       p.argv.push_back(a);
     parts.push_back(std::move(p));
   }
@@ -244,7 +256,8 @@ void addHeadlineParts(const SetOptions& o, const std::string& netnsSkip, std::ve
     parts.push_back({n,
                      std::string("headline: the simulator on the same plan and cluster spec: ") + s,
                      {o.tide, "sim", "--plan", d + partName("plan", s) + ".json", "--cluster",
-                      h.cluster, "--chunk", h.chunk, "--json", d + n + ".json"},
+                      h.cluster, "--json", d + n + ".json", "--trace-out",
+                      o.outDir + "/" + timelineFile("sim", s)},
                      tiny ? 2.0 : 10.0,
                      600,
                      "",
@@ -271,6 +284,14 @@ json headlineJson(const ReportInput& in) {
   h["sim_full_scale"] = simFullScale(in, &why);
   if (!why.empty()) h["sim_full_scale_reason"] = why;
   h["published"] = publishedSide(in);
+  // The timelines its parts wrote (units of each plan, real and simulated).
+  h["timelines"] = json::array();
+  for (const char* s : kHeadlineStrategies) {
+    for (const char* side : {"real", "sim"}) {
+      if (statusOf(in, partName(side == std::string("real") ? "sync" : "sim", s)) != "ok") continue;
+      h["timelines"].push_back({{"file", timelineFile(side, s)}, {"side", side}, {"strategy", s}});
+    }
+  }
   return h;
 }
 
@@ -346,6 +367,15 @@ std::string headlineMarkdown(const json& h) {
                       secs(pub, "broadcast_s"), secs(pub, "p2p_s"), times(pub));
   }
   md += "\n";
+  if (h.contains("timelines") && !h["timelines"].empty()) {
+    md += "Each plan's units as they ran, on a timeline (Chrome trace-event JSON: open it in "
+          "Perfetto UI or chrome://tracing; docs/formats/timeline.md):";
+    for (const auto& t : h["timelines"]) {
+      md += fmt::format(" [{}]({}) ({} {})", t.value("file", ""), t.value("file", ""),
+                        t.value("side", ""), t.value("strategy", ""));
+    }
+    md += ".\n\n";
+  }
   return md;
 }
 

@@ -34,8 +34,9 @@ inline constexpr const char* kHeadlineStrategies[] = {"broadcast", "p2p"};
 // Drawn by harness/plots/reproduce.py; shown under the headline table.
 inline constexpr const char* kHeadlineFigure = "timeline_headline.png";
 
-// The headline's parts, in run order: both plans, both real runs (skipped
-// with `netnsSkip` when not empty), both predictions.
+// The headline's parts, in run order: both plans, both real runs of those
+// plans (`tide sync --plan`; skipped with `netnsSkip` when not empty), both
+// predictions of the same plans (`tide sim --plan`).
 void addHeadlineParts(const SetOptions& o, const std::string& netnsSkip, std::vector<Part>& parts);
 
 // summary.json "headline": every figure read from the parts' documents; a

@@ -35,6 +35,7 @@ struct SetOptions {
   std::string tide;           // the tide binary
   std::string source;         // source tree (scenarios/, scripts/)
   std::string partDir;        // where parts write their files
+  std::string outDir;         // where REPORT.md and its figures go
 };
 
 // The simulated Kimi-K2 rows: the part "sim_kimi_<design>" simulates the
