@@ -22,4 +22,5 @@ if [ -x scripts/softroce-tests.sh ]; then
   bash scripts/softroce-tests.sh "$BUILD" || rc=1
 fi
 python3 scripts/check-skips.py tests/skip-allowlist.txt "$results" || rc=1
+python3 scripts/check-build-budget.py results/budgets/build.toml "$BUILD" || rc=1
 exit $rc
