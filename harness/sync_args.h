@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/exec/executor/rank_executor.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/rank_executor.h"
+#include "engine/exec/rank/sync_run.h"
 #include "engine/plan/lower_bound.h"
 #include "engine/transport/registry.h"
 #include "harness/option_table.h"
@@ -82,9 +82,9 @@ struct SyncArgs {
   std::string backend = "tcp";
   int steps = 3;
   std::string json;
-  std::string trace;   // append events to an existing trace file
-  std::string events;  // write events to a new file
-  std::string replay;  // a trace whose versions the updates are
+  std::string trace;     // append events to an existing trace file
+  std::string events;    // write events to a new file
+  std::string replay;    // a trace whose versions the updates are
   std::string planFile;  // a recorded plan to run (sync_plan_file.h)
   std::string traceOut;  // the units on a timeline (timeline.h)
   RankMode ranks = RankMode::kAuto;

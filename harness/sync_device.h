@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/core/status.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 #include "harness/sync_args.h"
 
 namespace tide::harness {

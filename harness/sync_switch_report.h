@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/exec/executor/exec_report.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 
 namespace tide::harness {
 

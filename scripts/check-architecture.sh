@@ -33,4 +33,17 @@ claim "no strategy name compared or joined outside the table" \
 claim "no stage dependency rule outside engine/plan/schedule.cc" \
   "$(grep -rn --include='*.cc' -E '\.perBucket|stages\[[^]]*\]\.deps' engine/exec sim harness \
      | grep -v '^engine/plan/')"
+# Inside engine/exec, dependencies point one way: rank/ -> update/ ->
+# weight_store/ -> executor/ (chaos/ and launch/ above or beside them).
+claim "executor/ includes nothing of update/, rank/, weight_store/ or chaos/" \
+  "$(grep -rnE '#include "engine/exec/(update|rank|weight_store|chaos)/' engine/exec/executor)"
+claim "update/ and weight_store/ include nothing of rank/ or chaos/" \
+  "$(grep -rnE '#include "engine/exec/(rank|chaos)/' engine/exec/update engine/exec/weight_store)"
+claim "weight_store/ includes nothing of update/" \
+  "$(grep -rnE '#include "engine/exec/update/' engine/exec/weight_store)"
+# The executor knows no update mode.
+claim "UpdateMode is defined with the update paths only" \
+  "$(grep -rn 'enum class UpdateMode' engine | grep -v '^engine/exec/update/')"
+claim "no update mode named in engine/exec/rank or engine/exec/executor" \
+  "$(grep -rn 'UpdateMode::k' engine/exec/rank engine/exec/executor)"
 exit $rc

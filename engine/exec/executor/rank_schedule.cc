@@ -40,7 +40,7 @@ Result<RankSchedule> RankSchedule::build(const plan::TransferPlan& p,
                                                " is laid out at another size than its hop moves");
       }
       for (uint32_t k = 0; k < u.pieces; ++k) {
-        OutGroup g{id,   k,          u.stage,    u.bucket, true, static_cast<int32_t>(u.peer),
+        OutGroup g{id,         k,          u.stage,   u.bucket, true, static_cast<int32_t>(u.peer),
                    u.slot + k, u.srcSpace, u.dstSpace};
         const uint64_t off = k * u.pieceBytes;
         g.bytes = u.bytesOfPiece(k);

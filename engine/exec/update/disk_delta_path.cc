@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <span>
 
-#include "engine/exec/update/incoming_groups.h"
+#include "engine/exec/executor/incoming_groups.h"
 
 namespace tide::exec {
 

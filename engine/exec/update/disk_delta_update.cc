@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "engine/core/clock.h"
-#include "engine/exec/executor/rank_executor.h"
 #include "engine/exec/update/disk_delta_path.h"
+#include "engine/exec/update/update_options.h"
 #include "engine/exec/update/update_path.h"
 
 namespace tide::exec {

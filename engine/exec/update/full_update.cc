@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/exec/executor/rank_executor.h"
 #include "engine/exec/update/transfer_loop.h"
+#include "engine/exec/update/update_options.h"
 #include "engine/exec/update/update_path.h"
 
 namespace tide::exec {

@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "engine/exec/update/incoming_groups.h"
+#include "engine/exec/executor/incoming_groups.h"
 #include "engine/sync/delta/delta_codec.h"
 
 namespace tide::exec {

@@ -5,9 +5,9 @@
 #include <memory>
 #include <vector>
 
-#include "engine/exec/executor/rank_executor.h"
 #include "engine/exec/update/sparse_path.h"
 #include "engine/exec/update/transfer_loop.h"
+#include "engine/exec/update/update_options.h"
 #include "engine/exec/update/update_path.h"
 
 namespace tide::exec {

@@ -8,7 +8,7 @@
 
 #include "engine/core/clock.h"
 #include "engine/exec/executor/exec_report.h"
-#include "engine/exec/executor/rank_executor.h"
+#include "engine/exec/update/update_options.h"
 #include "engine/exec/update/update_path.h"
 #include "engine/exec/weight_store/store_path.h"
 

@@ -6,7 +6,8 @@
 #include <thread>
 
 #include "engine/core/clock.h"
-#include "engine/exec/executor/rank_executor.h"
+#include "engine/exec/executor/shard_home.h"
+#include "engine/exec/update/update_options.h"
 
 namespace tide::exec {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "engine/core/clock.h"
-#include "engine/exec/executor/rank_executor.h"
+#include "engine/exec/update/update_options.h"
 
 namespace tide::exec {
 

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "engine/core/parse.h"
-#include "engine/exec/update/incoming_groups.h"
+#include "engine/exec/executor/incoming_groups.h"
 
 namespace tide::exec {
 

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/exec/executor/rank_executor.h"
+#include "engine/exec/rank/rank_executor.h"
 #include "tests/engine/exec/plan_fixture.h"
 #include "tests/fakes/faulty_transport.h"
 

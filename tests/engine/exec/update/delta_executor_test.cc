@@ -9,7 +9,7 @@
 #include <filesystem>
 
 #include "engine/core/clock.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 #include "engine/sync/disk_delta_manifest.h"
 #include "tests/engine/exec/plan_fixture.h"
 #include "tests/engine/exec/temp_dir.h"

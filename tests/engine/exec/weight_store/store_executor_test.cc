@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "engine/core/clock.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 #include "engine/exec/weight_store/store_layout.h"
 #include "engine/sync/store/catalog_json.h"
 #include "tests/engine/exec/catalog_checks.h"

@@ -16,8 +16,8 @@
 #include <thread>
 
 #include "engine/core/clock.h"
-#include "engine/exec/executor/sync_run.h"
 #include "engine/exec/executor/version_switch.h"
+#include "engine/exec/rank/sync_run.h"
 #include "tests/engine/exec/catalog_checks.h"
 #include "tests/engine/exec/one_update.h"
 #include "tests/engine/exec/plan_fixture.h"

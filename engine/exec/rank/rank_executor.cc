@@ -1,4 +1,4 @@
-#include "engine/exec/executor/rank_executor.h"
+#include "engine/exec/rank/rank_executor.h"
 
 #include <xxhash.h>
 

@@ -1,4 +1,4 @@
-#include "engine/exec/update/incoming_groups.h"
+#include "engine/exec/executor/incoming_groups.h"
 
 #include <string>
 

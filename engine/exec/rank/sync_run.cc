@@ -1,4 +1,4 @@
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 
 #include <algorithm>
 #include <cstring>

@@ -7,7 +7,7 @@
 
 #include "engine/exec/executor/rank_layout.h"
 #include "engine/exec/executor/step_support.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 #include "engine/plan/rank_buffers.h"
 #include "tests/engine/exec/plan_fixture.h"
 #include "workloads/weights.h"

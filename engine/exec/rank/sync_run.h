@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/core/kv_store.h"
-#include "engine/exec/executor/rank_executor.h"
+#include "engine/exec/rank/rank_executor.h"
 #include "engine/transport/registry.h"
 
 namespace tide::exec {

@@ -17,7 +17,7 @@
 #include "engine/exec/executor/device_shards.h"
 #include "engine/exec/executor/shard_content.h"
 #include "engine/exec/executor/shard_digest.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 #include "engine/gpu/host_shard_memory.h"
 #include "tests/engine/exec/plan_fixture.h"
 #include "tests/fakes/faulty_transport.h"

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "engine/exec/executor/rank_layout.h"
-#include "engine/exec/executor/sync_run.h"
+#include "engine/exec/rank/sync_run.h"
 #include "engine/plan/reshard.h"
 #include "engine/sync/strategy.h"
 #include "tests/engine/exec/plan_fixture.h"
