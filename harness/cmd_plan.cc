@@ -87,9 +87,8 @@ void runPlan(const PlanArgs& a) {
     auto j = p.toJson();
     j["summary"] = s.toJson();
     j["lower_bound"] = lb.toJson();
-    j["schedule"] = {{"units", sched.units.size()},
-                     {"pieces", sched.pieces},
-                     {"gates", sched.gates.size()}};
+    j["schedule"] = {
+        {"units", sched.units.size()}, {"pieces", sched.pieces}, {"gates", sched.gates.size()}};
     j["planning_seconds"] = planSeconds;
     j["planning_cpu_seconds"] = planCpuSeconds;
     j["peak_rss_bytes"] = rss;

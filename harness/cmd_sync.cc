@@ -332,8 +332,7 @@ void runSyncWith(const SyncArgs& a, const Prepared& p, std::optional<SignalGuard
     exec::SetupStats setup;
     o.exec.report = &extra;
     o.setup = &setup;
-    auto run =
-        exec::runThreads(p.plan, weights, transportConfig(a), o, &events);
+    auto run = exec::runThreads(p.plan, weights, transportConfig(a), o, &events);
     if (!run.isOk()) {
       ::unlink(a.json.c_str());
       reportFailure(a, p, run.status(), 0);

@@ -106,12 +106,13 @@ void addValidateCommand(CLI::App& app) {
                   s.simSeconds, s.error * 100);
     }
     if (units) {
-      std::printf("units: %zu pieces, |error| of their ends (share of the real update): median "
-                  "%.1f %%, p90 %.1f %%, worst %.1f %% (%s unit %u piece %u of rank %u, step %d: "
-                  "real %.4f s, sim %.4f s)\n",
-                  units->compared, units->median * 100, units->p90 * 100, units->worst * 100,
-                  units->worstKind.c_str(), units->worstUnit, units->worstPiece, units->worstRank,
-                  units->worstStep, units->worstRealEnd, units->worstSimEnd);
+      std::printf(
+          "units: %zu pieces, |error| of their ends (share of the real update): median "
+          "%.1f %%, p90 %.1f %%, worst %.1f %% (%s unit %u piece %u of rank %u, step %d: "
+          "real %.4f s, sim %.4f s)\n",
+          units->compared, units->median * 100, units->p90 * 100, units->worst * 100,
+          units->worstKind.c_str(), units->worstUnit, units->worstPiece, units->worstRank,
+          units->worstStep, units->worstRealEnd, units->worstSimEnd);
     } else {
       std::printf("units: not compared (%s)\n", unitsWhy.c_str());
     }

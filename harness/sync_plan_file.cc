@@ -98,9 +98,8 @@ Status checkRecordedPlan(const plan::TransferPlan& p, const std::string& file, c
                               " is not placed where its layouts put it (role, node, gpu)");
   }
   if (p.tensors.size() != base.tensors.size()) {
-    return refuse(file, "the plan has " + std::to_string(p.tensors.size()) +
-                            " tensors; model " + pw.model + " has " +
-                            std::to_string(base.tensors.size()));
+    return refuse(file, "the plan has " + std::to_string(p.tensors.size()) + " tensors; model " +
+                            pw.model + " has " + std::to_string(base.tensors.size()));
   }
   for (size_t i = 0; i < p.tensors.size(); ++i) {
     if (!sameTensor(p.tensors[i], base.tensors[i]))

@@ -20,10 +20,10 @@ namespace tide::harness {
 // the plan; its cluster, when given, replaces the plan's. `inferDtype` as
 // `tide sync` takes it (bf16 | model): the run's, checked against the plan's.
 [[nodiscard]] Result<WorkloadOptions> recordedWorkload(const plan::TransferPlan& p,
-                                                      const std::string& file,
-                                                      const WorkloadOptions& given,
-                                                      const WorkloadOptions& defaults,
-                                                      const std::string& inferDtype);
+                                                       const std::string& file,
+                                                       const WorkloadOptions& given,
+                                                       const WorkloadOptions& defaults,
+                                                       const std::string& inferDtype);
 
 // The plan's ranks, tensors and training / inference holdings against the
 // ones the rebuilt workload lays out, and its placement against the cluster.

@@ -49,8 +49,8 @@ Result<Prepared> prepare(const SyncArgs& a) {
   std::optional<plan::TransferPlan> recorded;
   if (!a.planFile.empty()) {
     TIDE_ASSIGN_OR_RETURN(recorded, plan::TransferPlan::load(a.planFile));
-    TIDE_ASSIGN_OR_RETURN(wo, recordedWorkload(*recorded, a.planFile, a.workload, SyncArgs{}.workload,
-                                               a.inferDtype));
+    TIDE_ASSIGN_OR_RETURN(
+        wo, recordedWorkload(*recorded, a.planFile, a.workload, SyncArgs{}.workload, a.inferDtype));
   }
   p.strategy = wo.strategy;
   auto found = sync::findStrategy(wo.strategy);

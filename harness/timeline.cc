@@ -16,8 +16,8 @@ std::vector<sim::UnitTime> realUnitTimes(const std::vector<traces::Event>& event
   for (const auto& e : events) {
     if (e.unit < 0) continue;
     const double t0 = stepStart[e.step];
-    out.push_back({e.step, static_cast<uint32_t>(e.unit), e.piece, e.src, e.tStart - t0,
-                   e.tEnd - t0});
+    out.push_back(
+        {e.step, static_cast<uint32_t>(e.unit), e.piece, e.src, e.tStart - t0, e.tEnd - t0});
   }
   return out;
 }

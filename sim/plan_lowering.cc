@@ -181,9 +181,9 @@ class Lowering {
   }
 
   TaskId flow(const Route& r, double bytes, const Unit& u, uint32_t unit, uint32_t piece) {
-    const TaskId t = g_.addFlow(g_.addPath(r.links), moved(r, bytes), r.latency,
-                                static_cast<int32_t>(u.rank), static_cast<int32_t>(u.peer),
-                                static_cast<uint16_t>(u.stage), r.kind);
+    const TaskId t =
+        g_.addFlow(g_.addPath(r.links), moved(r, bytes), r.latency, static_cast<int32_t>(u.rank),
+                   static_cast<int32_t>(u.peer), static_cast<uint16_t>(u.stage), r.kind);
     g_.tasks()[t].unit = unit;
     g_.tasks()[t].piece = piece;
     return t;
@@ -306,10 +306,10 @@ class Lowering {
         bytes = std::max(bytes, static_cast<double>(u.bytes));
       }
       const Unit& head = s_.units[all[c].front()];
-      const TaskId t = g_.addFlow(g_.addPath(std::move(links)), bytes, lat,
-                                  static_cast<int32_t>(head.rank),
-                                  static_cast<int32_t>(s_.units[all[c].back()].peer),
-                                  static_cast<uint16_t>(head.stage), TaskPath::kNccl);
+      const TaskId t =
+          g_.addFlow(g_.addPath(std::move(links)), bytes, lat, static_cast<int32_t>(head.rank),
+                     static_cast<int32_t>(s_.units[all[c].back()].peer),
+                     static_cast<uint16_t>(head.stage), TaskPath::kNccl);
       firstTasks_.push_back(t);
       for (uint32_t id : all[c]) unitTask_[id] = t;
     }
@@ -381,11 +381,11 @@ Result<StrategyResult> simulatePlan(const plan::TransferPlan& p,
       r.bytesPerInferRank = std::max(
           r.bytesPerInferRank, static_cast<double>(sum.receivedBytes[i]) + ls.receivedBytes[i]);
   }
-  r.bucketsPerStage = p.moves.empty() ? static_cast<int>(p.work.bucketsPerStage)
-                                      : static_cast<int>(lw.buckets());
-  r.mergeFactor = p.moves.empty() ? p.work.mergeFactor
-                                  : static_cast<double>(lw.buckets()) /
-                                        static_cast<double>(lw.kept());
+  r.bucketsPerStage =
+      p.moves.empty() ? static_cast<int>(p.work.bucketsPerStage) : static_cast<int>(lw.buckets());
+  r.mergeFactor = p.moves.empty()
+                      ? p.work.mergeFactor
+                      : static_cast<double>(lw.buckets()) / static_cast<double>(lw.kept());
   r.registrationSeconds = ls.registrationSeconds;
   return r;
 }

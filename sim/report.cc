@@ -71,7 +71,8 @@ void printScenarioInputs(const Scenario& sc) {
   for (const auto& [name, bytes] : p.ownBucketBytes)
     if (bytes > 0) bucket += ", " + name + " " + gb(bytes);
   std::printf("strategy  bucket %s, %s on the wire, %s, page %llu B\n", bucket.c_str(),
-              p.options.fp8Wire ? "fp8" : "bf16", p.options.firstUpdate ? "first update" : "not the first update",
+              p.options.fp8Wire ? "fp8" : "bf16",
+              p.options.firstUpdate ? "first update" : "not the first update",
               static_cast<unsigned long long>(p.options.pageBytes));
   std::string overridden;
   for (const auto& c : sc.profile.constants)

@@ -146,14 +146,13 @@ nlohmann::json unitTimesJson(const std::vector<UnitTime>& t) {
 }
 
 Result<std::vector<UnitTime>> unitTimesFromJson(const nlohmann::json& j) {
-  auto bad = [](const std::string& m) {
-    return TIDE_ERROR(Code::kInvalidArgument, "units: " + m);
-  };
+  auto bad = [](const std::string& m) { return TIDE_ERROR(Code::kInvalidArgument, "units: " + m); };
   if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array()) return bad("no rows");
   std::vector<UnitTime> out;
   out.reserve(j["rows"].size());
   for (const auto& r : j["rows"]) {
-    if (!r.is_array() || r.size() != 6) return bad("a row is not [step, unit, piece, rank, start, end]");
+    if (!r.is_array() || r.size() != 6)
+      return bad("a row is not [step, unit, piece, rank, start, end]");
     for (const auto& v : r)
       if (!v.is_number()) return bad("a row has a field that is no number");
     if (r[1].get<double>() < 0 || r[2].get<double>() < 0) return bad("a negative unit or piece");

@@ -39,9 +39,9 @@ struct Task {
   int32_t dst = -1;
   uint16_t stage = 0;  // index into WorkGraph::stageNames
   TaskPath kind = TaskPath::kCompute;
-  int32_t acquire = -1;  // lock taken before the task starts
-  int32_t release = -1;  // lock released when the task ends
-  bool record = true;    // emit an event (joins do not)
+  int32_t acquire = -1;     // lock taken before the task starts
+  int32_t release = -1;     // lock released when the task ends
+  bool record = true;       // emit an event (joins do not)
   uint32_t unit = kNoUnit;  // the schedule's unit (engine/plan/schedule.h) it prices
   uint32_t piece = 0;       // and which of its pieces
   uint32_t pendingDeps = 0;

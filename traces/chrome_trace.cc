@@ -40,12 +40,18 @@ void ChromeTrace::addSendRates(int process) {
 Status ChromeTrace::write(const std::string& path) const {
   json events = json::array();
   for (const auto& [pid, name] : processes_) {
-    events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"tid", 0},
+    events.push_back({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", pid},
+                      {"tid", 0},
                       {"args", {{"name", name}}}});
   }
   for (const auto& [key, name] : tracks_) {
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", key.first},
-                      {"tid", key.second}, {"args", {{"name", name}}}});
+    events.push_back({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", key.first},
+                      {"tid", key.second},
+                      {"args", {{"name", name}}}});
   }
   std::vector<const TimelineSlice*> order;
   order.reserve(slices_.size());

@@ -116,8 +116,9 @@ Result<std::vector<Event>> readEvents(hid_t file) {
       return TIDE_ERROR(Code::kDataLoss, "/events row " + std::to_string(i) +
                                              ": unknown path code " + std::to_string(path[i]));
     }
-    ev[i] = Event{ts[i],   te[i],   src[i], dst[i], bytes[i], stage[i], step[i],
-                  static_cast<EventPath>(path[i]), unit[i], piece[i]};
+    ev[i] = Event{ts[i],    te[i],    src[i],  dst[i],
+                  bytes[i], stage[i], step[i], static_cast<EventPath>(path[i]),
+                  unit[i],  piece[i]};
   }
   return ev;
 }

@@ -50,8 +50,8 @@ Result<RegionBox> boxFrom(const json& lo, const json& hi) {
 // The body of fromJson; nlohmann throws on type errors, caught by the caller.
 Result<TransferPlan> parse(const json& j) {
   const std::string schema = j.is_object() && j.contains("schema") && j["schema"].is_string()
-                               ? j["schema"].get<std::string>()
-                               : "";
+                                 ? j["schema"].get<std::string>()
+                                 : "";
   if (schema != kPlanSchema) {
     const bool older = schema.rfind("tide.plan/", 0) == 0;
     return TIDE_ERROR(Code::kInvalidArgument,

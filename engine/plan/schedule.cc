@@ -89,14 +89,15 @@ Result<Schedule> Schedule::build(const TransferPlan& p) {
         return TIDE_ERROR(Code::kInvalidArgument,
                           "schedule: broadcast hop of bucket " + std::to_string(m.bucket) +
                               " from rank " + std::to_string(m.src) + " to rank " +
-                              std::to_string(m.dst) + " shares its (stage, bucket) with another move");
+                              std::to_string(m.dst) +
+                              " shares its (stage, bucket) with another move");
       }
       if (u.srcSpace != m.srcSpace || u.dstSpace != m.dstSpace || u.moveKind != m.kind) {
-        return TIDE_ERROR(Code::kUnimplemented,
-                          "schedule: moves of rank " + std::to_string(m.src) + " to rank " +
-                              std::to_string(m.dst) + " in (stage " + p.stages[m.stage].name +
-                              ", bucket " + std::to_string(m.bucket) +
-                              ") span several spaces or kinds");
+        return TIDE_ERROR(Code::kUnimplemented, "schedule: moves of rank " + std::to_string(m.src) +
+                                                    " to rank " + std::to_string(m.dst) +
+                                                    " in (stage " + p.stages[m.stage].name +
+                                                    ", bucket " + std::to_string(m.bucket) +
+                                                    ") span several spaces or kinds");
       }
     }
     Unit& u = s.units[it->second];
@@ -120,7 +121,8 @@ Result<Schedule> Schedule::build(const TransferPlan& p) {
   for (uint32_t id = 0; id < s.units.size(); ++id) {
     Unit& u = s.units[id];
     if (u.kind == UnitKind::kHop) {
-      u.pieces = static_cast<uint32_t>(std::max<uint64_t>(1, (u.bytes + s.chunkBytes - 1) / s.chunkBytes));
+      u.pieces =
+          static_cast<uint32_t>(std::max<uint64_t>(1, (u.bytes + s.chunkBytes - 1) / s.chunkBytes));
       u.pieceBytes = std::min(s.chunkBytes, u.bytes);
     }
     s.pieces += u.pieces;

@@ -65,13 +65,13 @@ struct Unit {
   uint32_t peer = 0;                     // where its bytes land (rank itself for kLocal)
   uint32_t stage = 0;
   uint32_t bucket = 0;
-  uint32_t pieces = 1;    // kHop: chunks of the bucket; else 1
-  uint32_t slot = 0;      // non-local: number of its first piece among the peer's arrivals
-  uint64_t bytes = 0;     // delivered at peer, all pieces
+  uint32_t pieces = 1;      // kHop: chunks of the bucket; else 1
+  uint32_t slot = 0;        // non-local: number of its first piece among the peer's arrivals
+  uint64_t bytes = 0;       // delivered at peer, all pieces
   uint64_t pieceBytes = 0;  // kHop: bytes of each piece but the last
   Space srcSpace = Space::kTrain;
   Space dstSpace = Space::kInfer;
-  bool converts = false;  // a move changes the dtype (a quantization pass)
+  bool converts = false;                // a move changes the dtype (a quantization pass)
   uint32_t moveBegin = 0, moveEnd = 0;  // range in Schedule::moves
   uint32_t depBegin = 0, depEnd = 0;    // range in Schedule::deps
   // The gates it counts to when it lands: per bucket, whole stage.

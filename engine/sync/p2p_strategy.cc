@@ -62,7 +62,8 @@ Result<plan::TransferPlan> P2pStrategy::makePlan(const SyncProblem& pr) const {
   }
   const auto& rs = *pr.reshard;
   TIDE_ASSIGN_OR_RETURN(Assignment asg,
-                        assignSources(*pr.base, rs, *pr.cluster, pr.options.assignment == plan::Assignment::kRoundRobin));
+                        assignSources(*pr.base, rs, *pr.cluster,
+                                      pr.options.assignment == plan::Assignment::kRoundRobin));
 
   plan::TransferPlan p = startPlan(pr);
   p.strategy = "p2p";

@@ -32,8 +32,8 @@ Result<std::unique_ptr<UpdateProblem>> UpdateProblem::build(UpdateSpec in) {
     p->inventory = workloads::buildInventory(p->spec);
     TIDE_ASSIGN_OR_RETURN(p->base, plan::basePlan(p->inventory, p->train, p->infer, in.placement));
   } else {
-    TIDE_ASSIGN_OR_RETURN(p->base.ranks, plan::placeRanks(p->train.worldSize(),
-                                                          p->infer.worldSize(), in.placement));
+    TIDE_ASSIGN_OR_RETURN(
+        p->base.ranks, plan::placeRanks(p->train.worldSize(), p->infer.worldSize(), in.placement));
   }
   const int nodes = plan::nodesNeeded(p->base, p->cluster.gpusPerNode);
   if (nodes > p->cluster.nodes) {
@@ -66,8 +66,8 @@ Result<std::unique_ptr<UpdateProblem>> UpdateProblem::build(UpdateSpec in) {
 }
 
 SyncProblem UpdateProblem::problem(bool disposeBase) {
-  return SyncProblem{&base, &reshard, &cluster, &train, &infer, strategyOptions, &spec,
-                     disposeBase ? &base : nullptr};
+  return SyncProblem{&base,  &reshard,        &cluster, &train,
+                     &infer, strategyOptions, &spec,    disposeBase ? &base : nullptr};
 }
 
 Result<plan::TransferPlan> UpdateProblem::makePlan(bool disposeBase) {

@@ -22,7 +22,7 @@
 namespace tide::sync {
 
 struct UpdateSpec {
-  std::string modelName;     // zoo name or model file, as given (recorded in the plan)
+  std::string modelName;       // zoo name or model file, as given (recorded in the plan)
   workloads::ModelSpec model;  // as planned: scaled, its served dtype and FP8 block applied
   workloads::TrainLayout train;
   workloads::InferLayout infer;

@@ -253,16 +253,16 @@ void addHeadlineParts(const SetOptions& o, const std::string& netnsSkip, std::ve
   }
   for (const char* s : kHeadlineStrategies) {
     const std::string n = partName("sim", s);
-    parts.push_back({n,
-                     std::string("headline: the simulator on the same plan and cluster spec: ") + s,
-                     {o.tide, "sim", "--plan", d + partName("plan", s) + ".json", "--cluster",
-                      h.cluster, "--json", d + n + ".json", "--trace-out",
-                      o.outDir + "/" + timelineFile("sim", s)},
-                     tiny ? 2.0 : 10.0,
-                     600,
-                     "",
-                     {{"result", d + n + ".json"}},
-                     {}});
+    parts.push_back(
+        {n,
+         std::string("headline: the simulator on the same plan and cluster spec: ") + s,
+         {o.tide, "sim", "--plan", d + partName("plan", s) + ".json", "--cluster", h.cluster,
+          "--json", d + n + ".json", "--trace-out", o.outDir + "/" + timelineFile("sim", s)},
+         tiny ? 2.0 : 10.0,
+         600,
+         "",
+         {{"result", d + n + ".json"}},
+         {}});
   }
 }
 
@@ -368,8 +368,9 @@ std::string headlineMarkdown(const json& h) {
   }
   md += "\n";
   if (h.contains("timelines") && !h["timelines"].empty()) {
-    md += "Each plan's units as they ran, on a timeline (Chrome trace-event JSON: open it in "
-          "Perfetto UI or chrome://tracing; docs/formats/timeline.md):";
+    md +=
+        "Each plan's units as they ran, on a timeline (Chrome trace-event JSON: open it in "
+        "Perfetto UI or chrome://tracing; docs/formats/timeline.md):";
     for (const auto& t : h["timelines"]) {
       md += fmt::format(" [{}]({}) ({} {})", t.value("file", ""), t.value("file", ""),
                         t.value("side", ""), t.value("strategy", ""));

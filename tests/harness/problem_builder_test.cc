@@ -52,8 +52,7 @@ std::string scenarioPlanJson(const std::string& text, const std::string& strateg
 TEST(ProblemBuilder, AScenarioAndTheFlagsOfTheSameUpdateGiveTheSamePlan) {
   for (const char* s : {"broadcast", "p2p", "p2p-rr", "miles-broadcast"}) {
     SCOPED_TRACE(s);
-    const std::string a =
-        scenarioPlanJson(scenario("bucket = \"64KiB\"\nchunk = \"16KiB\"\n"), s);
+    const std::string a = scenarioPlanJson(scenario("bucket = \"64KiB\"\nchunk = \"16KiB\"\n"), s);
     const std::string b = flagsPlan(s, "64KiB", "16KiB");
     EXPECT_EQ(a.size(), b.size());
     EXPECT_TRUE(a == b) << "the plans differ";

@@ -4,18 +4,12 @@
 
 #include <set>
 
+#include "tests/engine/plan/plan_boxes.h"
+
 namespace tide::plan {
 namespace {
 
 using workloads::DType;
-
-RegionBox rows(Coord r0, Coord r1, Coord cols) {
-  RegionBox b;
-  b.ndim = 2;
-  b.lo = {r0, 0, 0, 0};
-  b.hi = {r1, cols, 0, 0};
-  return b;
-}
 
 Move move(uint32_t src, uint32_t dst, RegionBox b, Space ss, Space ds, MoveKind k, uint32_t stage,
           uint32_t bucket = 0, uint32_t tensor = 0) {

@@ -2,18 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/engine/plan/plan_boxes.h"
+
 namespace tide::plan {
 namespace {
 
 using workloads::DType;
-
-RegionBox rows(Coord r0, Coord r1, Coord cols) {
-  RegionBox b;
-  b.ndim = 2;
-  b.lo = {r0, 0, 0, 0};
-  b.hi = {r1, cols, 0, 0};
-  return b;
-}
 
 // Two trainers (node 0) each hold half the rows of one 8x4 tensor; two
 // inference ranks (node 1) need rows [0,6) and [6,8) in FP8, block 4.
