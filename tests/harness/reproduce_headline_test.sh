@@ -93,5 +93,15 @@ assert "| verification (tide sync, every inference byte) | bit-exact | bit-exact
 # The figure, right under the table (before the other sections).
 assert os.path.getsize(d + "/timeline_headline.png") > 1000
 assert md.index("(timeline_headline.png)") < md.index("## Parts"), md
+# The units of each plan, real (tide sync --plan) and simulated (tide sim
+# --plan), as timelines beside the report, named under the headline.
+tl = {(t["side"], t["strategy"]): t["file"] for t in h["timelines"]}
+assert set(tl) == {(a, b) for a in ("real", "sim") for b in ("broadcast", "p2p")}, tl
+for (side, s), f in tl.items():
+    ev = json.load(open(d + "/" + f))["traceEvents"]
+    xs = [e for e in ev if e["ph"] == "X" and "unit" in e.get("args", {})]
+    pid = 1 if side == "real" else 2
+    assert xs and all(e["pid"] == pid for e in xs), (f, len(xs))
+    assert "(" + f + ")" in md, (f, md)
 PYEOF
 echo "PASS"
