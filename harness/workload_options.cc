@@ -1,7 +1,5 @@
 #include "harness/workload_options.h"
 
-#include <algorithm>
-
 #include "engine/core/units.h"
 
 namespace tide::harness {
@@ -46,9 +44,14 @@ Result<std::unique_ptr<Workload>> loadWorkload(const WorkloadOptions& o) {
 }
 
 std::string sizeFlag(uint64_t bytes) {
-  std::string s = formatBytes(bytes);
-  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
-  return s;
+  // Exact, so that it parses back to the same bytes (formatBytes rounds).
+  static const char* kUnits[] = {"", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && bytes >= 1024 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++u;
+  }
+  return std::to_string(bytes) + kUnits[u];
 }
 
 workloads::ClusterSpec boundCluster(const workloads::ClusterSpec& c) {

@@ -73,6 +73,15 @@ TEST(ProblemBuilder, OneSetOfDefaults) {
   EXPECT_EQ(sc.strategy.options.chunkBytes, d.chunkBytes);
 }
 
+TEST(ProblemBuilder, SizesAreWrittenAsFlagsThatParseBackExactly) {
+  // tide sync --plan rebuilds the update from a plan's sizes as flags.
+  for (uint64_t b : {uint64_t{1}, uint64_t{1000}, uint64_t{4096}, uint64_t{512} << 10,
+                     uint64_t{1000000000}, uint64_t{3} << 30, uint64_t{1536}}) {
+    EXPECT_EQ(*parseSize(sizeFlag(b)), b) << sizeFlag(b);
+  }
+  EXPECT_EQ(sizeFlag(512 << 10), "512KiB");
+}
+
 TEST(ProblemBuilder, ThePlanRecordsWhatItWasMadeFor) {
   WorkloadOptions o;
   o.model = "tiny-moe";
