@@ -127,7 +127,7 @@ void runPlanSim(const SimOptions& o) {
   if (!o.traceOut.empty()) {
     const plan::Schedule sched = orThrow(plan::Schedule::build(p));
     traces::ChromeTrace t;
-    addUnits(t, kSimProcess, "simulated (tide sim)", p, sched, simUnitTimes(r));
+    addUnits(t, kSimProcess, "simulated (tide sim)", p, sched, sim::simulatedUnits(r));
     addOtherWork(t, kSimProcess, r);
     orThrow(t.write(o.traceOut));
     std::printf("timeline: %zu slices -> %s\n", t.sliceCount(), o.traceOut.c_str());

@@ -89,7 +89,7 @@ void addValidateCommand(CLI::App& app) {
     std::vector<sim::UnitTime> realUnits;
     if (real.contains("units")) {
       realUnits = orThrow(sim::unitTimesFromJson(real["units"]));
-      auto cmp = sim::compareUnits(sched, realUnits, simUnitTimes(r));
+      auto cmp = sim::compareUnits(sched, realUnits, sim::simulatedUnits(r));
       if (cmp.isOk()) {
         units = *cmp;
       } else if (cmp.status().code() == Code::kInvalidArgument) {
@@ -121,7 +121,7 @@ void addValidateCommand(CLI::App& app) {
     if (!o->traceOut.empty()) {
       traces::ChromeTrace t;
       addUnits(t, kRealProcess, "real (tide sync)", p, sched, realUnits);
-      addUnits(t, kSimProcess, "simulated (tide sim)", p, sched, simUnitTimes(r));
+      addUnits(t, kSimProcess, "simulated (tide sim)", p, sched, sim::simulatedUnits(r));
       addOtherWork(t, kSimProcess, r);
       orThrow(t.write(o->traceOut));
       std::printf("timeline: %zu slices -> %s\n", t.sliceCount(), o->traceOut.c_str());

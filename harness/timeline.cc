@@ -22,15 +22,6 @@ std::vector<sim::UnitTime> realUnitTimes(const std::vector<traces::Event>& event
   return out;
 }
 
-std::vector<sim::UnitTime> simUnitTimes(const sim::StrategyResult& r) {
-  std::vector<sim::UnitTime> out;
-  for (const auto& e : r.events) {
-    if (e.unit == sim::kNoUnit) continue;
-    out.push_back({0, e.unit, e.piece, e.src, e.tStart, e.tEnd});
-  }
-  return out;
-}
-
 void addUnits(traces::ChromeTrace& t, int process, const std::string& label,
               const plan::TransferPlan& p, const plan::Schedule& s,
               const std::vector<sim::UnitTime>& times) {

@@ -20,8 +20,6 @@ inline constexpr int kSimProcess = 2;
 
 // A real run's units, each update from its first unit's start.
 std::vector<sim::UnitTime> realUnitTimes(const std::vector<traces::Event>& events);
-// The simulator's units (those it priced one by one).
-std::vector<sim::UnitTime> simUnitTimes(const sim::StrategyResult& r);
 
 // One process of the timeline: a track per rank, a slice per unit piece.
 void addUnits(traces::ChromeTrace& t, int process, const std::string& label,

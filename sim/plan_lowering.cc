@@ -46,8 +46,8 @@ class Lowering {
   }
 
   // Buckets in contiguous groups of at most o.maxBucketGroups: a group's
-  // units of one (stage, rank, peer, kind) are priced as one flow, its gates
-  // as one join. Fewer groups while the flows would exceed o.maxFlows (a
+  // units of one (stage, rank, peer) are priced as one flow, its gates as
+  // one join. Fewer groups while the flows would exceed o.maxFlows (a
   // flow-level solve re-solves every flow sharing a link at each
   // completion); when even one group is over it, one group it is.
   void chooseGroups() {
@@ -74,10 +74,10 @@ class Lowering {
 
   Status lower() {
     for (const auto& st : p_.stages) g_.stageId(st.name);
-    TIDE_RETURN_IF_ERROR(gateJoins());
+    gateJoins();
     unitTask_.assign(s_.units.size(), kNoTask);
     TIDE_RETURN_IF_ERROR(writesAndLocals());
-    TIDE_RETURN_IF_ERROR(hops());
+    hops();
     // What each unit waits for and what it counts to.
     for (uint32_t id = 0; id < s_.units.size(); ++id) {
       const Unit& u = s_.units[id];
@@ -123,7 +123,7 @@ class Lowering {
   }
 
   // One join per gate; merged: per (rank, stage, bucket group | all).
-  Status gateJoins() {
+  void gateJoins() {
     gateJoin_.resize(s_.gates.size());
     std::map<std::tuple<uint32_t, uint32_t, uint32_t>, TaskId> byKey;
     for (size_t i = 0; i < s_.gates.size(); ++i) {
@@ -137,7 +137,6 @@ class Lowering {
       if (fresh) it->second = g_.addJoin();
       gateJoin_[i] = it->second;
     }
-    return Status::ok();
   }
 
   Route routeOf(const Unit& u) const {
@@ -253,7 +252,7 @@ class Lowering {
   // over all its hops, which pays a chunk's store-and-forward time per hop
   // after the first (the pipeline fill), at the chain's share of the hop
   // when other stages' chains cross the same link.
-  Status hops() {
+  void hops() {
     const auto all = chains();
     if (piecewise_) {
       std::vector<std::vector<TaskId>> pieceTask(s_.units.size());
@@ -281,7 +280,7 @@ class Lowering {
           unitTask_[id] = tasks.back();
         }
       }
-      return Status::ok();
+      return;
     }
     std::vector<std::vector<Route>> routes(all.size());
     std::map<LinkId, std::set<uint32_t>> stagesOnLink;
@@ -313,7 +312,6 @@ class Lowering {
       firstTasks_.push_back(t);
       for (uint32_t id : all[c]) unitTask_[id] = t;
     }
-    return Status::ok();
   }
 
   const plan::TransferPlan& p_;

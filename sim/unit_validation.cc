@@ -122,6 +122,14 @@ Result<UnitErrors> compareUnits(const plan::Schedule& s, const std::vector<UnitT
   return e;
 }
 
+std::vector<UnitTime> simulatedUnits(const StrategyResult& r) {
+  std::vector<UnitTime> out;
+  for (const auto& e : r.events) {
+    if (e.unit != kNoUnit) out.push_back({0, e.unit, e.piece, e.src, e.tStart, e.tEnd});
+  }
+  return out;
+}
+
 nlohmann::json UnitErrors::toJson() const {
   return {{"compared_pieces", compared},
           {"what", "|simulated end - real end| of each piece / the real update's time"},

@@ -14,6 +14,7 @@
 
 #include "engine/core/status.h"
 #include "engine/plan/schedule.h"
+#include "sim/simulator.h"
 
 namespace tide::sim {
 
@@ -37,6 +38,10 @@ struct UnitErrors {
   double worstRealEnd = 0, worstSimEnd = 0;
   nlohmann::json toJson() const;
 };
+
+// The pieces a simulation priced one by one (its events that name a unit),
+// from the update's start.
+std::vector<UnitTime> simulatedUnits(const StrategyResult& r);
 
 // Fails (kDataLoss, naming the unit) when the real record does not follow
 // the schedule; kInvalidArgument when the simulation has no per-unit times.

@@ -209,13 +209,6 @@ plan::TransferPlan convertThenWrite() {
   return p;
 }
 
-std::vector<UnitTime> simulatedUnits(const StrategyResult& r) {
-  std::vector<UnitTime> out;
-  for (const auto& e : r.events)
-    if (e.unit != kNoUnit) out.push_back({0, e.unit, e.piece, e.src, e.tStart, e.tEnd});
-  return out;
-}
-
 TEST(UnitValidation, ARunThatIsItsOwnSimulationAgreesUnitByUnit) {
   auto p = chainPlan({0, 1, 2}, {{0, 1}, {1, 2}}, plan::MoveKind::kBroadcastHop);
   auto cluster = workloads::parseEmulated("emulated:nodes=3,gpus=1,nic=1GB/s");
