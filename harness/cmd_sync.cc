@@ -235,11 +235,7 @@ void runWorker(const SyncArgs& a) {
   c.rank = env.rank;
   c.worldSize = env.worldSize;
   c.listenAddress = orThrow(exec::listenAddressFor(env));
-  if (const char* prefix = std::getenv(kNetnsEnv)) {
-    const int node = static_cast<int>(p.plan.ranks[env.rank].node);
-    orThrow(exec::enterNamespace(exec::EmulatedCluster::nodeNamespace(prefix, node)));
-    c.listenAddress = exec::EmulatedCluster::nodeAddress(node);
-  }
+  orThrow(joinEmulatedNode(p, env.rank, c));
   if (const char* prefix = std::getenv(kRxeEnv)) {
     // Each node's ranks use that node's rxe device, whose links are shaped.
     c.devices = {
@@ -356,14 +352,24 @@ void runSyncWith(const SyncArgs& a, const Prepared& p, std::optional<SignalGuard
     rxeCluster = std::move(*c);
   } else if (p.emulated) {
     const int nodes = plan::nodesNeeded(p.plan, p.w->cluster.gpusPerNode);
-    auto c = exec::EmulatedCluster::create(nodes, p.w->cluster.nicBps * p.w->cluster.nicsPerNode);
+    const workloads::ClusterSpec& cs = p.w->cluster;
+    // A leaf's uplink: its nodes' links together over the oversubscription.
+    exec::EmulatedFabric fabric{
+        cs.nicsPerNode, cs.fabric.nodesPerLeaf,
+        cs.fabric.nodesPerLeaf * cs.nicsPerNode * cs.nicBps / cs.fabric.oversubscription};
+    auto c = exec::EmulatedCluster::create(nodes, cs.nicBps, fabric);
     if (!c.isOk()) throw StatusError(c.status());
     cluster = std::move(*c);
     // The prefix names everything the run creates: what to look for if a
     // run is killed before its teardown (`tide cluster cleanup` removes it).
-    std::printf("cluster   %d nodes as network namespaces %s-n0..%d, %.3f GB/s per node\n", nodes,
-                cluster->prefix().c_str(), nodes - 1,
-                p.w->cluster.nicBps * p.w->cluster.nicsPerNode / 1e9);
+    std::printf("cluster   %d nodes as network namespaces %s-n0..%d, %.3f GB/s per node", nodes,
+                cluster->prefix().c_str(), nodes - 1, cs.nicBps * cs.nicsPerNode / 1e9);
+    if (cs.nicsPerNode > 1) std::printf(" (%d NICs of %.3f GB/s)", cs.nicsPerNode, cs.nicBps / 1e9);
+    if (fabric.nodesPerLeaf > 0) {
+      std::printf(", %d nodes per leaf, %.3f GB/s leaf uplink", fabric.nodesPerLeaf,
+                  fabric.leafUplinkBytesPerSecond / 1e9);
+    }
+    std::printf("\n");
     std::fflush(stdout);
     lo.masterAddr = exec::EmulatedCluster::hubAddress();
     lo.env[kNetnsEnv] = cluster->prefix();

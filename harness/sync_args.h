@@ -200,6 +200,10 @@ struct Prepared {
 Result<Prepared> prepare(const SyncArgs& a);
 exec::RankRunOptions runOptions(const SyncArgs& a, const Prepared& p);
 transport::TransportConfig transportConfig(const SyncArgs& a);
+// A rank of a run on the emulated cluster (kNetnsEnv set): moves this
+// process into its node's namespace and has its connections listen on and
+// leave from its GPU's NIC. Does nothing elsewhere.
+Status joinEmulatedNode(const Prepared& p, int rank, transport::TransportConfig& c);
 // The command line of one rank of a launched run.
 std::vector<std::string> workerArgv(const SyncArgs& a);
 // What verification must cover: every inference holding of the plan, on

@@ -358,11 +358,7 @@ void runChaosRank(const SyncArgs& a) {
   setup.transport = transportConfig(a);
   setup.transport.rank = env.rank;
   setup.transport.worldSize = env.worldSize;
-  if (const char* prefix = std::getenv(kNetnsEnv)) {
-    const int node = static_cast<int>(p.plan.ranks[env.rank].node);
-    orThrow(exec::enterNamespace(exec::EmulatedCluster::nodeNamespace(prefix, node)));
-    setup.transport.listenAddress = exec::EmulatedCluster::nodeAddress(node);
-  }
+  orThrow(joinEmulatedNode(p, env.rank, setup.transport));
   auto store = orThrow(exec::connectStore(env, a.timeout));
   auto layouts = orThrow(exec::RankLayout::buildAll(p.plan));
   workloads::SyntheticWeights weights(p.w->inventory, p.replay.routing, p.replay.rl, a.steps);

@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 
 #include "engine/core/units.h"
+#include "engine/exec/launch/emulated_cluster.h"
+#include "engine/exec/launch/net_namespace.h"
 #include "engine/exec/weight_store/store_layout.h"
 #include "harness/output_path.h"
 #include "harness/sync_args.h"
@@ -200,6 +203,19 @@ transport::TransportConfig transportConfig(const SyncArgs& a) {
   c.connectTimeoutSeconds = a.timeout;
   c.opTimeoutSeconds = a.timeout;
   return c;
+}
+
+Status joinEmulatedNode(const Prepared& p, int rank, transport::TransportConfig& c) {
+  const char* prefix = std::getenv(kNetnsEnv);
+  if (!prefix) return Status::ok();
+  const plan::RankInfo& r = p.plan.ranks[static_cast<size_t>(rank)];
+  const int node = static_cast<int>(r.node);
+  TIDE_RETURN_IF_ERROR(exec::enterNamespace(exec::EmulatedCluster::nodeNamespace(prefix, node)));
+  const workloads::ClusterSpec& cs = p.w->cluster;
+  c.listenAddress =
+      exec::EmulatedCluster::nicAddress(node, cs.nicOfGpu(static_cast<int>(r.gpu)), cs.nicsPerNode);
+  c.sourceAddress = c.listenAddress;
+  return Status::ok();
 }
 
 std::vector<std::string> workerArgv(const SyncArgs& a) {

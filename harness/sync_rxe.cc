@@ -14,6 +14,22 @@ Result<std::unique_ptr<exec::RxeCluster>> startRxeCluster(const SyncArgs& a, con
                                                           exec::LaunchOptions& lo) {
   const int nodes = plan::nodesNeeded(p.plan, p.w->cluster.gpusPerNode);
   const double rate = p.w->cluster.nicBps * p.w->cluster.nicsPerNode;
+  // Where an rxe cluster can be built at all (else create() says why not):
+  // one device per node on one switch.
+  if (exec::rxeClusterMissing().empty()) {
+    if (p.w->cluster.fabric.nodesPerLeaf > 0) {
+      return TIDE_ERROR(Code::kUnimplemented,
+                        "--backend rdma on an emulated cluster with leaf=: the rxe cluster has "
+                        "one switch (leaves are emulated for tcp only)");
+    }
+    if (p.w->cluster.nicsPerNode > 1) {
+      return TIDE_ERROR(Code::kUnimplemented,
+                        "--backend rdma on an emulated cluster of " +
+                            std::to_string(p.w->cluster.nicsPerNode) +
+                            " NICs per node: the rxe cluster has one device per node (give "
+                            "nics=1; several NICs are emulated for tcp only)");
+    }
+  }
   TIDE_ASSIGN_OR_RETURN(auto c, exec::RxeCluster::create(nodes, rate));
   // Packets wait in the shaped queues, so the ACK timeout covers every QP
   // into one node full (ackTimeoutExponent).

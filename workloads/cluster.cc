@@ -1,6 +1,7 @@
 #include "workloads/cluster.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -171,6 +172,17 @@ Result<ClusterSpec> parseEmulated(std::string_view text) {
       haveNic = true;
       continue;
     }
+    if (k == "oversub") {
+      char* end = nullptr;
+      const std::string num(v);
+      c.fabric.oversubscription = std::strtod(num.c_str(), &end);
+      if (num.empty() || end != num.c_str() + num.size() ||
+          !(c.fabric.oversubscription >= 1 && c.fabric.oversubscription <= 1000)) {
+        return bad("emulated: 'oversub=" + num + "' needs a number in 1..1000 (the leaf's " +
+                   "nodes' links : its uplink)");
+      }
+      continue;
+    }
     auto n = parseCount(v);
     if (!n.isOk() || *n == 0 || *n > 4096) {
       return bad("emulated: '" + std::string(item) + "' needs an integer in 1..4096");
@@ -181,12 +193,17 @@ Result<ClusterSpec> parseEmulated(std::string_view text) {
       c.gpusPerNode = static_cast<int>(*n);
     } else if (k == "nics") {
       c.nicsPerNode = static_cast<int>(*n);
+    } else if (k == "leaf") {
+      c.fabric.nodesPerLeaf = static_cast<int>(*n);
     } else {
-      return bad("emulated: unknown key '" + std::string(k) + "' (nodes, gpus, nic, nics)");
+      return bad("emulated: unknown key '" + std::string(k) +
+                 "' (nodes, gpus, nic, nics, leaf, oversub)");
     }
   }
   if (!haveNic) return bad("emulated: nic=RATE is required (e.g. nic=10Gbps)");
   if (c.nicsPerNode == 0) c.nicsPerNode = c.gpusPerNode;
+  if (c.fabric.oversubscription > 1 && c.fabric.nodesPerLeaf == 0)
+    return bad("emulated: oversub needs leaf=N (nodes per leaf switch)");
   // Same-host ranks: the other paths are memory copies, not modelled as limits.
   c.nvlinkBps = c.pcieH2DBps = c.pcieD2HBps = c.hostMemBps = c.hbmBps = c.storageBps = 0;
   // datasheet: Ethernet II header 14 B, IPv4 20 B, TCP 20 B + 12 B of

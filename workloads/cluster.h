@@ -56,8 +56,10 @@ std::vector<std::string> clusterPresets();
 // A preset name with optional ":nodes=N" override, or a TOML file path.
 Result<ClusterSpec> loadCluster(std::string_view nameOrPath);
 Result<ClusterSpec> parseClusterToml(std::string_view tomlText, std::string_view origin);
-// "emulated:nodes=N,gpus=G,nic=RATE[,nics=K]" for the real executor: ranks on
-// one host, links throttled to RATE (e.g. 10Gbps, 2GB/s).
+// "emulated:nodes=N,gpus=G,nic=RATE[,nics=K][,leaf=L[,oversub=X]]" for the
+// real executor: ranks on one host, links throttled to RATE (e.g. 10Gbps,
+// 2GB/s); with leaf=L, L nodes per leaf switch whose uplink carries their
+// links' rate / X (oversub, default 1).
 Result<ClusterSpec> parseEmulated(std::string_view text);
 Status validateCluster(const ClusterSpec& c);
 

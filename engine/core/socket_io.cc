@@ -146,13 +146,20 @@ int boundPort(int fd) {
   return ntohs(a.sin_port);
 }
 
-Result<UniqueFd> connectTcp(const std::string& host, int port, const Deadline& deadline) {
+Result<UniqueFd> connectTcp(const std::string& host, int port, const Deadline& deadline,
+                            const std::string& source) {
   TIDE_ASSIGN_OR_RETURN(sockaddr_in addr, resolve(host, port));
+  sockaddr_in from{};
+  if (!source.empty()) {
+    TIDE_ASSIGN_OR_RETURN(from, resolve(source, 0));
+  }
   const std::string where = host + ":" + std::to_string(port);
   std::string last = "no attempt";
   do {
     UniqueFd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd.valid()) return TIDE_ERRNO("socket");
+    if (!source.empty() && ::bind(fd.get(), reinterpret_cast<sockaddr*>(&from), sizeof from) != 0)
+      return TIDE_ERRNO("bind to " + source + " before connecting to " + where);
     int rc = ::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
     if (rc != 0 && errno == EINPROGRESS) {
       // Bounded by the deadline, and by a second so a lost SYN is retried.

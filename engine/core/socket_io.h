@@ -41,8 +41,10 @@ int boundPort(int fd);
 // Connects to host:port, retrying while the peer is not there yet (refused,
 // unreachable, timed out) until the deadline, which ends in kUnavailable
 // ("unreachable"); other errors fail at once. The socket is blocking, with
-// TCP_NODELAY.
-Result<UniqueFd> connectTcp(const std::string& host, int port, const Deadline& deadline);
+// TCP_NODELAY. A non-empty `source` (numeric IPv4) is bound first: the
+// connection leaves from that address.
+Result<UniqueFd> connectTcp(const std::string& host, int port, const Deadline& deadline,
+                            const std::string& source = {});
 inline Result<UniqueFd> connectTcp(const std::string& host, int port, double timeoutSeconds) {
   return connectTcp(host, port, Deadline::after(timeoutSeconds));
 }

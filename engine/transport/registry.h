@@ -17,8 +17,11 @@ struct TransportConfig {
   int worldSize = 1;
   Store* store = nullptr;                   // rendezvous; must outlive create()
   std::string listenAddress = "127.0.0.1";  // tcp: interface to listen on
-  int streams = 4;                          // tcp: connections per peer; rdma: QPs per peer
-  std::vector<std::string> devices;         // rdma: device names ("rxe0", "mlx5_0")
+  // tcp: the address its connections leave from (empty: the kernel's
+  // choice); a node of several NICs binds its rank's NIC (source routing).
+  std::string sourceAddress;
+  int streams = 4;                   // tcp: connections per peer; rdma: QPs per peer
+  std::vector<std::string> devices;  // rdma: device names ("rxe0", "mlx5_0")
   double connectTimeoutSeconds = 30;
   double opTimeoutSeconds = 30;                // a request to a silent peer fails after this
   std::map<std::string, std::string> options;  // backend-specific knobs

@@ -102,8 +102,13 @@ std::string netAdminMissing() {
   return "cannot read the process capabilities from /proc/self/status";
 }
 
-std::string EmulatedCluster::nodeAddress(int node) {
-  return "198.51.100." + std::to_string(10 + node);
+std::string EmulatedCluster::nicAddress(int node, int nic, int nicsPerNode) {
+  return "198.51.100." + std::to_string(10 + node * nicsPerNode + nic);
+}
+
+std::string EmulatedCluster::nodeDevice(int node, int nic) const {
+  // One NIC: the names of the clusters before NICs were emulated.
+  return prefix_ + "n" + std::to_string(node) + (nics_ > 1 ? "x" + std::to_string(nic) : "");
 }
 
 std::string EmulatedCluster::nodeNamespace(const std::string& prefix, int node) {
@@ -111,13 +116,26 @@ std::string EmulatedCluster::nodeNamespace(const std::string& prefix, int node) 
 }
 
 Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, double bytesPerSecond,
+                                                                 EmulatedFabric fabric,
                                                                  double waitSeconds) {
+  if (fabric.nodesPerLeaf < 0 ||
+      (fabric.nodesPerLeaf > 0 && !(fabric.leafUplinkBytesPerSecond > 0))) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "emulated cluster: a leaf needs >= 1 node and an uplink rate > 0");
+  }
+  // The addresses: 198.51.100.10 up to .254, one per NIC.
+  if (fabric.nicsPerNode < 1 || nodes * fabric.nicsPerNode > 245) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "emulated cluster: " + std::to_string(nodes) + " nodes x " +
+                          std::to_string(fabric.nicsPerNode) +
+                          " NICs: at most 245 NICs in all (one address of 198.51.100.0/24 each)");
+  }
   TIDE_ASSIGN_OR_RETURN(ClusterClaim claim,
                         claimHost("emulated cluster", kHostLock, nodes, kMaxNodes, bytesPerSecond,
                                   netAdminMissing(), Code::kPermissionDenied, "td", waitSeconds));
-  std::unique_ptr<EmulatedCluster> c(new EmulatedCluster(claim.prefix, nodes));
+  std::unique_ptr<EmulatedCluster> c(new EmulatedCluster(claim.prefix, nodes, fabric.nicsPerNode));
   c->hostLock_ = std::move(claim.lock);
-  Status s = c->build(bytesPerSecond);
+  Status s = c->build(bytesPerSecond, fabric);
   if (!s.isOk()) {
     (void)c->teardown();
     return s;
@@ -125,7 +143,7 @@ Result<std::unique_ptr<EmulatedCluster>> EmulatedCluster::create(int nodes, doub
   return c;
 }
 
-Status EmulatedCluster::build(double bytesPerSecond) {
+Status EmulatedCluster::build(double bytesPerSecond, const EmulatedFabric& fabric) {
   up_ = true;
   const std::string br = hubNamespace();
   TIDE_RETURN_IF_ERROR(runTool({"ip", "netns", "add", br}));
@@ -143,58 +161,93 @@ Status EmulatedCluster::build(double bytesPerSecond) {
 
   // HTB: the rate in bit/s; a burst of ~2 ms of traffic (at least 64 KiB, one
   // GSO segment) keeps short-term overshoot small without starving TCP.
-  const double bits = bytesPerSecond * 8;
-  const uint64_t burst =
-      std::max<uint64_t>(64 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.002));
-  const std::string rate = std::to_string(static_cast<uint64_t>(std::llround(bits))) + "bit";
+  auto burstOf = [](double bps) {
+    return std::max<uint64_t>(64 * 1024, static_cast<uint64_t>(bps * 0.002));
+  };
+  bitsPerSecond_ = bytesPerSecond * 8;
+  burstBytes_ = burstOf(bytesPerSecond);
   // The leaf queue is bounded in bytes (~50 ms at the rate, at least four
   // 64 KiB GSO segments): HTB's default leaf is a 1000-packet FIFO, which with
   // GSO segments holds seconds of data, and the ACKs of a flow in the other
   // direction then wait behind it, so a node that receives at line rate
   // could hardly send (a NIC does not queue ACKs behind seconds of data).
-  const uint64_t queue =
-      std::max<uint64_t>(256 * 1024, static_cast<uint64_t>(bytesPerSecond * 0.05));
-  bitsPerSecond_ = bits;
-  burstBytes_ = burst;
-  auto shape = [&](const std::string& ns, const std::string& dev) -> Status {
+  auto shape = [&](const std::string& ns, const std::string& dev, double bps) -> Status {
+    const std::string rate = std::to_string(static_cast<uint64_t>(std::llround(bps * 8))) + "bit";
+    const std::string burst = std::to_string(burstOf(bps));
+    const uint64_t queue = std::max<uint64_t>(256 * 1024, static_cast<uint64_t>(bps * 0.05));
     TIDE_RETURN_IF_ERROR(runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle",
                                   "1:", "htb", "default", "10"}));
-    TIDE_RETURN_IF_ERROR(runTool({"tc",     "-n",
-                                  ns,       "class",
-                                  "add",    "dev",
-                                  dev,      "parent",
-                                  "1:",     "classid",
-                                  "1:10",   "htb",
-                                  "rate",   rate,
-                                  "ceil",   rate,
-                                  "burst",  std::to_string(burst),
-                                  "cburst", std::to_string(burst)}));
+    TIDE_RETURN_IF_ERROR(runTool({"tc",     "-n", ns,        "class", "add",    "dev",  dev,
+                                  "parent", "1:", "classid", "1:10",  "htb",    "rate", rate,
+                                  "ceil",   rate, "burst",   burst,   "cburst", burst}));
     return runTool({"tc", "-n", ns, "qdisc", "add", "dev", dev, "parent", "1:10", "handle",
                     "10:", "bfifo", "limit", std::to_string(queue)});
   };
+  // Leaves: a bridge each beside the spine's, joined to it by a veth pair
+  // shaped both ways (its leaf end sends up, its spine end sends down).
+  const int leafCount =
+      fabric.nodesPerLeaf > 0 ? (nodes_ + fabric.nodesPerLeaf - 1) / fabric.nodesPerLeaf : 0;
+  for (int l = 0; l < leafCount; ++l) {
+    const std::string lb = "leaf" + std::to_string(l), up = prefix_ + "u" + std::to_string(l),
+                      down = prefix_ + "s" + std::to_string(l);
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "add", lb, "type", "bridge"}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", lb, "up"}));
+    TIDE_RETURN_IF_ERROR(
+        runTool({"ip", "-n", br, "link", "add", up, "type", "veth", "peer", "name", down}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", up, "master", lb, "up"}));
+    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", down, "master", "br0", "up"}));
+    TIDE_RETURN_IF_ERROR(shape(br, up, fabric.leafUplinkBytesPerSecond));
+    TIDE_RETURN_IF_ERROR(shape(br, down, fabric.leafUplinkBytesPerSecond));
+  }
   for (int i = 0; i < nodes_; ++i) {
     const std::string ns = nodeNamespace(prefix_, i);
-    const std::string dev = prefix_ + "n" + std::to_string(i),
-                      peer = prefix_ + "b" + std::to_string(i);
     TIDE_RETURN_IF_ERROR(runTool({"ip", "netns", "add", ns}));
     namespaces_.push_back(ns);
-    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "add", dev, "type", "veth", "peer", "name", peer}));
-    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", dev, "netns", ns}));
-    TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", peer, "netns", br}));
     TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", ns, "link", "set", "lo", "up"}));
-    TIDE_RETURN_IF_ERROR(
-        runTool({"ip", "-n", ns, "addr", "add", nodeAddress(i) + "/24", "dev", dev}));
-    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", ns, "link", "set", dev, "up"}));
-    TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", peer, "master", "br0", "up"}));
-    TIDE_RETURN_IF_ERROR(shape(ns, dev));   // node tx
-    TIDE_RETURN_IF_ERROR(shape(br, peer));  // node rx
+    const std::string bridge =
+        leafCount > 0 ? "leaf" + std::to_string(i / fabric.nodesPerLeaf) : "br0";
+    if (nics_ > 1) {
+      // Several links on one subnet: each answers ARP only for its own
+      // address, and no reply leaves by another NIC than it came in by.
+      TIDE_RETURN_IF_ERROR(runTool(
+          {"ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.conf.all.arp_ignore=1",
+           "net.ipv4.conf.all.arp_announce=2", "net.ipv4.conf.all.rp_filter=0"}));
+    }
+    for (int k = 0; k < nics_; ++k) {
+      const std::string dev = nodeDevice(i, k), peer = linkEnds(i)[2 * k + 1].second,
+                        addr = nicAddress(i, k, nics_);
+      TIDE_RETURN_IF_ERROR(
+          runTool({"ip", "link", "add", dev, "type", "veth", "peer", "name", peer}));
+      TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", dev, "netns", ns}));
+      TIDE_RETURN_IF_ERROR(runTool({"ip", "link", "set", peer, "netns", br}));
+      TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", ns, "addr", "add", addr + "/24", "dev", dev}));
+      TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", ns, "link", "set", dev, "up"}));
+      TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", br, "link", "set", peer, "master", bridge, "up"}));
+      TIDE_RETURN_IF_ERROR(shape(ns, dev, bytesPerSecond));   // NIC tx
+      TIDE_RETURN_IF_ERROR(shape(br, peer, bytesPerSecond));  // NIC rx
+      if (nics_ > 1) {
+        // Source routing: what a rank sends from this NIC's address leaves
+        // through this NIC.
+        const std::string table = std::to_string(100 + k);
+        TIDE_RETURN_IF_ERROR(
+            runTool({"ip", "-n", ns, "rule", "add", "from", addr, "table", table}));
+        TIDE_RETURN_IF_ERROR(runTool({"ip", "-n", ns, "route", "add", "198.51.100.0/24", "dev", dev,
+                                      "src", addr, "table", table}));
+      }
+    }
   }
   return Status::ok();
 }
 
 std::vector<std::pair<std::string, std::string>> EmulatedCluster::linkEnds(int node) const {
-  return {{nodeNamespace(prefix_, node), prefix_ + "n" + std::to_string(node)},
-          {hubNamespace(), prefix_ + "b" + std::to_string(node)}};
+  std::vector<std::pair<std::string, std::string>> ends;
+  for (int k = 0; k < nics_; ++k) {
+    std::string dev = nodeDevice(node, k), peer = dev;
+    peer[prefix_.size()] = 'b';
+    ends.emplace_back(nodeNamespace(prefix_, node), std::move(dev));
+    ends.emplace_back(hubNamespace(), std::move(peer));
+  }
+  return ends;
 }
 
 Status EmulatedCluster::setRate(const std::string& ns, const std::string& dev,

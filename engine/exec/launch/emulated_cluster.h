@@ -1,8 +1,9 @@
 #pragma once
 // An emulated cluster on one host: each node is a network namespace, joined
 // to the others through a bridge that lives in a namespace of its own (veth
-// pairs), and each node's link is shaped with an HTB class to the node's NIC
-// rate in both directions (tx on the node side, rx on the bridge side), so
+// pairs, one per NIC; with leaves, a bridge per leaf switch below it), and
+// each NIC's link is shaped with an HTB class to the NIC's rate in both
+// directions (tx on the node side, rx on the bridge side), so
 // the bandwidth ratios of a real cluster hold on one machine. The bridge's
 // namespace is the hub: the bridge holds an address of its own, unshaped,
 // where the launcher hosts the rendezvous store from inside that namespace
@@ -11,10 +12,10 @@
 // policy that drops) cannot take the cluster's traffic.
 //
 // Addresses come only from the documentation range 198.51.100.0/24: the hub is
-// 198.51.100.1, node i is 198.51.100.(10 + i). Every name starts with a run prefix
-// "td<4 hex>" so leftovers of a killed run can be found and removed
-// (cleanupAll, `tide cluster cleanup`). The destructor tears everything down.
-// Needs CAP_NET_ADMIN (root) and the `ip` and `tc` tools.
+// 198.51.100.1, NIC k of node i is 198.51.100.(10 + i * nics + k). Every name starts with a run
+// prefix "td<4 hex>" so leftovers of a killed run can be found and removed (cleanupAll, `tide
+// cluster cleanup`). The destructor tears everything down. Needs CAP_NET_ADMIN (root) and the `ip`
+// and `tc` tools.
 //
 // One emulated cluster per host at a time: two would share the host's CPUs
 // and each would measure the other's load as its links' speed. create()
@@ -34,13 +35,28 @@ namespace tide::exec {
 // Empty when the process may create namespaces, else the reason it may not.
 std::string netAdminMissing();
 
+// NICs and switches. nicsPerNode links per node, each shaped to the NIC
+// rate, each with an address of its own (nicAddress) and source routing in
+// the node's namespace, so a rank that binds its NIC's address sends and
+// receives through that NIC only. Leaves: nodesPerLeaf nodes on each leaf's
+// bridge, each leaf joined to the hub's bridge (the spine) by one link
+// shaped to leafUplinkBytesPerSecond per direction (an oversubscribed leaf:
+// less than its nodes' links together); 0: every node on the hub's bridge.
+struct EmulatedFabric {
+  int nicsPerNode = 1;
+  int nodesPerLeaf = 0;
+  double leafUplinkBytesPerSecond = 0;
+};
+
 class EmulatedCluster {
  public:
   static constexpr int kMaxNodes = 200;
 
-  // nodes namespaces, each shaped to bytesPerSecond (GB/s = 1e9 B/s) per
-  // direction; waits up to waitSeconds for another cluster on this host.
-  static Result<std::unique_ptr<EmulatedCluster>> create(int nodes, double bytesPerSecond,
+  // nodes namespaces, each NIC's link shaped to nicBytesPerSecond (GB/s =
+  // 1e9 B/s) per direction; waits up to waitSeconds for another cluster on
+  // this host.
+  static Result<std::unique_ptr<EmulatedCluster>> create(int nodes, double nicBytesPerSecond,
+                                                         EmulatedFabric fabric = {},
                                                          double waitSeconds = 600);
   ~EmulatedCluster();
   EmulatedCluster(const EmulatedCluster&) = delete;
@@ -51,7 +67,11 @@ class EmulatedCluster {
   // Where the rendezvous store listens, inside hubNamespace().
   static std::string hubAddress() { return "198.51.100.1"; }
   std::string hubNamespace() const { return prefix_ + "-br"; }
-  static std::string nodeAddress(int node);
+  // NIC `nic` of node `node` in a cluster of nicsPerNode NICs per node
+  // (198.51.100.(10 + node * nicsPerNode + nic)); nodeAddress: its NIC 0
+  // with one NIC per node.
+  static std::string nicAddress(int node, int nic, int nicsPerNode);
+  static std::string nodeAddress(int node) { return nicAddress(node, 0, 1); }
   static std::string nodeNamespace(const std::string& prefix, int node);
 
   // Fault injection: node `node`'s link (both directions) drops packets at
@@ -72,14 +92,17 @@ class EmulatedCluster {
   static Result<int> cleanupAll();
 
  private:
-  EmulatedCluster(std::string prefix, int nodes) : prefix_(std::move(prefix)), nodes_(nodes) {}
-  Status build(double bytesPerSecond);
-  // The two shaped ends of a node's link: (namespace, device).
+  EmulatedCluster(std::string prefix, int nodes, int nics)
+      : prefix_(std::move(prefix)), nodes_(nodes), nics_(nics) {}
+  std::string nodeDevice(int node, int nic) const;  // its node end (the other: 'b' for 'n')
+  Status build(double bytesPerSecond, const EmulatedFabric& fabric);
+  // The shaped ends of a node's links, per NIC (node end, hub end): (namespace, device).
   std::vector<std::pair<std::string, std::string>> linkEnds(int node) const;
   Status setRate(const std::string& ns, const std::string& dev, double bitsPerSecond) const;
 
   std::string prefix_;
   int nodes_;
+  int nics_;
   bool up_ = false;
   double bitsPerSecond_ = 0;             // a link's HTB rate
   uint64_t burstBytes_ = 0;              // and its burst

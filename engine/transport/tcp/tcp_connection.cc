@@ -198,9 +198,10 @@ Result<UniqueFd> listenOn(const std::string& host, int backlog, uint16_t& port) 
   return fd;
 }
 
-Result<UniqueFd> connectTo(const std::string& hostPort, const Deadline& deadline) {
+Result<UniqueFd> connectTo(const std::string& hostPort, const Deadline& deadline,
+                           const std::string& source) {
   TIDE_ASSIGN_OR_RETURN(HostPort where, splitHostPort(hostPort));
-  auto fd = connectTcp(where.host, where.port, deadline);
+  auto fd = connectTcp(where.host, where.port, deadline, source);
   // The transport's contract: a peer that never listened is a timeout.
   if (!fd.isOk() && fd.status().code() == Code::kUnavailable && deadline.expired())
     return TIDE_ERROR(Code::kTimeout, "connect to " + hostPort + ": " + fd.status().message());

@@ -70,8 +70,10 @@ class Connection {
 Status configureSocket(int fd, uint64_t bufferBytes);
 // Listens on host (numeric IPv4 or a name resolving to one), ephemeral port.
 Result<UniqueFd> listenOn(const std::string& host, int backlog, uint16_t& port);
-// Connects to "host:port", retrying refused connections until the deadline.
-Result<UniqueFd> connectTo(const std::string& hostPort, const Deadline& deadline);
+// Connects to "host:port" (from `source` when given), retrying refused
+// connections until the deadline.
+Result<UniqueFd> connectTo(const std::string& hostPort, const Deadline& deadline,
+                           const std::string& source = {});
 // Blocking read of exactly len bytes before the deadline (handshakes).
 Status readWithDeadline(int fd, void* buf, size_t len, const Deadline& deadline);
 

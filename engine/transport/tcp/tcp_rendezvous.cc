@@ -87,7 +87,7 @@ class Acceptor {
 
 Result<UniqueFd> connectStream(const TransportConfig& c, uint64_t token, const std::string& addr,
                                int peer, int stream, uint64_t bufBytes, const Deadline& deadline) {
-  TIDE_ASSIGN_OR_RETURN(UniqueFd fd, connectTo(addr, deadline));
+  TIDE_ASSIGN_OR_RETURN(UniqueFd fd, connectTo(addr, deadline, c.sourceAddress));
   Hello h;
   h.token = token;
   h.rank = c.rank;
