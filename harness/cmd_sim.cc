@@ -94,6 +94,7 @@ struct SimOptions {
   std::string plan;
   std::string cluster;
   std::string hostTcp = "probe";
+  std::string hostConvert = "probe";
   std::string traceOut;
 };
 
@@ -109,10 +110,14 @@ void runPlanSim(const SimOptions& o) {
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--plan needs --cluster"));
   if (!o.traceOut.empty()) orThrow(checkOutputPath("--trace-out", o.traceOut));
   plan::TransferPlan p = orThrow(plan::TransferPlan::load(o.plan));
-  PlanPrediction pred = orThrow(predictPlan(p, o.cluster, o.hostTcp));
+  PlanPrediction pred = orThrow(predictPlan(p, o.cluster, o.hostTcp, o.hostConvert));
   if (pred.hostTcpSource != "none") {
     std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", pred.hostTcpBps / 1e9,
                 pred.hostTcpSource.c_str());
+  }
+  if (pred.hostConvertSource != "none") {
+    std::printf("host FP8 conversion: %.3f GB/s per core (%s), %d cores\n",
+                pred.hostConvertBps / 1e9, pred.hostConvertSource.c_str(), pred.hostCores);
   }
   const sim::StrategyResult& r = pred.result;
   std::printf("plan %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n", p.strategy.c_str(),
@@ -192,6 +197,11 @@ void addSimCommand(CLI::App& app) {
   cmd->add_option("--host-tcp", o->hostTcp,
                   "with --plan on an emulated cluster: tcp rate between two ranks of one host "
                   "(RATE), 'probe' to measure it now on 127.0.0.1, or 'none' (unlimited)")
+      ->capture_default_str()
+      ->needs(planOpt);
+  cmd->add_option("--host-convert", o->hostConvert,
+                  "with --plan on an emulated cluster: one core's FP8 conversion rate (RATE), "
+                  "'probe' to measure it now, or 'none' (free)")
       ->capture_default_str()
       ->needs(planOpt);
   addSimSweepCommand(*cmd);

@@ -38,7 +38,7 @@ nlohmann::json readJson(const std::string& path) {
 }
 
 struct Opts {
-  std::string real, plan, cluster, json, hostTcp = "probe", traceOut;
+  std::string real, plan, cluster, json, hostTcp = "probe", hostConvert = "probe", traceOut;
   double threshold = 15;
   std::string matrix, traceDir, workDir, only;
   bool quick = false, keepPlans = false;
@@ -84,24 +84,18 @@ void runMatrixCommand(const Opts& o) {
     throw StatusError(
         TIDE_ERROR(Code::kUnavailable, "--trace-dir " + mo.traceDir + ": " + ec.message()));
   }
-  // The host's loopback tcp rate, once, before the rows: a labelled
-  // micro-benchmark on the same host, not a constant fitted on the rows.
-  double hostBps = 0;
-  std::string hostSource = "none";
-  if (o.hostTcp == "probe") {
-    hostBps = orThrow(probeLoopbackTcp());
-    hostSource = "probe";
-  } else if (o.hostTcp != "none") {
-    hostBps = orThrow(parseRate(o.hostTcp));
-    hostSource = "given";
-  }
+  // The host's figures, once, before the rows: labelled micro-benchmarks
+  // on the same host, not constants fitted on the rows.
+  HostFigures host = orThrow(measureHost(o.hostTcp, o.hostConvert));
   std::printf(
-      "matrix %s: %zu rows%s; host tcp between ranks of a node %.3f GB/s (%s); work in %s\n",
-      m.path.c_str(), m.rows.size(), o.quick ? " (the quick ones run)" : "", hostBps / 1e9,
-      hostSource.c_str(), mo.workDir.c_str());
-  std::vector<MatrixResult> rows = runMatrix(m, mo, hostBps, hostSource);
+      "matrix %s: %zu rows%s; this host: tcp between ranks of a node %.3f GB/s (%s), FP8 "
+      "conversion %.3f GB/s per core (%s), %d cores; work in %s\n",
+      m.path.c_str(), m.rows.size(), o.quick ? " (the quick ones run)" : "", host.tcpBps / 1e9,
+      host.tcpSource.c_str(), host.convertBps / 1e9, host.convertSource.c_str(), host.cores,
+      mo.workDir.c_str());
+  std::vector<MatrixResult> rows = runMatrix(m, mo, host);
   MatrixSummary s = summarize(rows);
-  nlohmann::json j = matrixJson(m, rows, s, hostBps, hostSource);
+  nlohmann::json j = matrixJson(m, rows, s, host);
   std::printf("%s", matrixMarkdown(j).c_str());
   if (!o.json.empty()) {
     orThrow(sim::writeJsonFile(o.json, j));
@@ -139,6 +133,10 @@ void addValidateCommand(CLI::App& app) {
                   "emulated clusters: tcp rate between two ranks of one host (RATE), 'probe' "
                   "to measure it now on 127.0.0.1, or 'none' to treat it as unlimited")
       ->capture_default_str();
+  cmd->add_option("--host-convert", o->hostConvert,
+                  "emulated clusters: one core's FP8 conversion rate (RATE), 'probe' to measure "
+                  "it now with the executor's quantizer, or 'none' to treat conversions as free")
+      ->capture_default_str();
   cmd->add_option("--threshold", o->threshold, "allowed mean |error| in percent")
       ->capture_default_str();
   cmd->add_option("--json", o->json, "write the comparison as JSON");
@@ -166,7 +164,8 @@ void addValidateCommand(CLI::App& app) {
       clusterName = real["cluster"].get<std::string>();
     if (clusterName.empty())
       throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "no --cluster and the run names none"));
-    Result<ValidationRun> ran = validateRun(real, p, clusterName, o->hostTcp, o->threshold / 100);
+    Result<ValidationRun> ran =
+        validateRun(real, p, clusterName, o->hostTcp, o->hostConvert, o->threshold / 100);
     // A run that did not follow the schedule: the run's file is what is wrong.
     if (!ran.isOk() && ran.status().code() == Code::kDataLoss)
       throw StatusError(ran.status().withContext("--real " + o->real));
@@ -175,6 +174,10 @@ void addValidateCommand(CLI::App& app) {
     if (pred.hostTcpSource != "none") {
       std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", pred.hostTcpBps / 1e9,
                   pred.hostTcpSource.c_str());
+    }
+    if (pred.hostConvertSource != "none") {
+      std::printf("host FP8 conversion: %.3f GB/s per core (%s), %d cores\n",
+                  pred.hostConvertBps / 1e9, pred.hostConvertSource.c_str(), pred.hostCores);
     }
     const sim::StrategyResult& r = pred.result;
     const sim::Validation& v = run.steps;

@@ -36,8 +36,11 @@ class Lowering {
            const LoweringOptions& o, FlowSolver& solver, Topology& topo, WorkGraph& g)
       : p_(p), s_(s), o_(o), solver_(solver), topo_(topo), g_(g) {
     gpn_ = std::max(1, cluster.gpusPerNode);
-    if (cluster.kind == workloads::ClusterKind::kEmulated && o.hostTcpBps > 0)
-      hostTcp_ = solver.addLink(o.hostTcpBps, "host.tcp");
+    const bool emulated = cluster.kind == workloads::ClusterKind::kEmulated;
+    if (emulated && o.hostTcpBps > 0) hostTcp_ = solver.addLink(o.hostTcpBps, "host.tcp");
+    if (emulated && o.hostConvertBps > 0) {
+      hostCpu_ = solver.addLink(o.hostConvertBps * std::max(1, o.hostCores), "host.cpu");
+    }
   }
 
   int gpuOf(uint32_t rank) const {
@@ -139,14 +142,16 @@ class Lowering {
     }
   }
 
-  Route routeOf(const Unit& u) const {
+  Route routeOf(const Unit& u) {
     Route r;
     const int a = gpuOf(u.rank), b = gpuOf(u.peer);
     if (a == b && u.converts) {
       // A local conversion that changes the dtype: a quantization pass over
       // the GPU's memory (the unit's bytes are the FP8 output, scales
-      // included, so its BF16 input is about twice that).
-      r.links = onlyLink(topo_.gpu(a).hbm);
+      // included, so its BF16 input is about twice that); on an emulated
+      // cluster, over the host's memory on one of its shared cores.
+      r.links = hostCpu_ != kNoLink ? std::vector<LinkId>{rankCpu(u.rank), hostCpu_}
+                                    : onlyLink(topo_.gpu(a).hbm);
       r.kind = TaskPath::kCompute;
       r.byteFactor = -1;  // fp8PassBytes of the input
     } else if (a == b && u.rank != u.peer) {
@@ -173,6 +178,14 @@ class Lowering {
     }
     if (u.kind == UnitKind::kHop) r.kind = TaskPath::kNccl;
     return r;
+  }
+
+  // A rank's one core for its conversions (emulated clusters).
+  LinkId rankCpu(uint32_t rank) {
+    auto [it, fresh] = rankCpu_.try_emplace(rank, kNoLink);
+    if (fresh)
+      it->second = solver_.addLink(o_.hostConvertBps, "rank" + std::to_string(rank) + ".cpu");
+    return it->second;
   }
 
   double moved(const Route& r, double bytes) const {
@@ -321,7 +334,8 @@ class Lowering {
   Topology& topo_;
   WorkGraph& g_;
   int gpn_ = 1;
-  LinkId hostTcp_ = kNoLink;
+  LinkId hostTcp_ = kNoLink, hostCpu_ = kNoLink;
+  std::unordered_map<uint32_t, LinkId> rankCpu_;
   uint64_t buckets_ = 1, kept_ = 1;
   bool merged_ = false, piecewise_ = false;
   std::vector<TaskId> gateJoin_, unitTask_, firstTasks_;

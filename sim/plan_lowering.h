@@ -32,6 +32,12 @@ namespace tide::sim {
 // intra-node hop fills one chunk at that rate.
 struct LoweringOptions {
   double hostTcpBps = 0;
+  // Emulated clusters: their ranks quantize to FP8 on the host's CPUs, not
+  // on a GPU. > 0: a conversion runs at this rate on one core (in the bytes
+  // of plan::fp8PassBytes, the measure a GPU pass is priced in), and all
+  // ranks' conversions together on at most hostCores cores.
+  double hostConvertBps = 0;
+  int hostCores = 1;
   // > 0: the plan's buckets are kept in at most this many contiguous groups
   // (a group's moves between two ranks one flow). A box-level plan of a
   // 1 T-parameter model has ~1,000 buckets and ~90 k (bucket, source,

@@ -284,6 +284,17 @@ def compare(f, out):
     return made
 
 
+def matrix(f, out):
+    """Real vs simulated per row of the validation matrix (validation_matrix.py)."""
+    path = "runs/validate_matrix/documents/result"
+    if path not in f:
+        return None
+    doc = json.loads(text(f[path][0]))  # also of a run whose rows partly failed
+    import validation_matrix  # beside this script
+
+    return "validation_matrix.png" if validation_matrix.scatter(doc, f"{out}/validation_matrix.png") else None
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -297,6 +308,7 @@ def main():
                       "Real weight update (ranks as threads): every transfer per rank",
                       "timeline_sync.png", out), "Timeline per rank, real run (ranks as threads): broadcast vs p2p"),
             (sweep(f, out), "Simulated sweep: p2p / broadcast"),
+            (matrix(f, out), "Validation matrix: real against simulated, one point per row"),
             (bars(f, out), "Transport bandwidth beside its reference"),
             (rollout(f, out), "Rollout data plane paths"),
         ]

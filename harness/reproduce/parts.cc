@@ -8,6 +8,7 @@
 
 #include "harness/reproduce/compare_section.h"
 #include "harness/reproduce/crossval_section.h"
+#include "harness/reproduce/validation_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
 #include "harness/workload_options.h"
@@ -99,6 +100,8 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
     parts.push_back(std::move(p));
   }
   for (auto& p : compareParts(o)) parts.push_back(std::move(p));
+  // Every row of the validation matrix for real: ~15 min, the full set only.
+  if (!q) parts.push_back(matrixPart(o, netnsSkipReason()));
   parts.push_back({"sim_sweep",
                    "Kimi-K2 p2p/broadcast ratio, swept over inference EP, nodes, NIC",
                    {T, "sim", "sweep", "--scenario", scenario, "--ep", q ? "16,32" : "8,16,32,64",

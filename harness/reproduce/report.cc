@@ -14,6 +14,7 @@
 
 #include "harness/reproduce/compare_section.h"
 #include "harness/reproduce/crossval_section.h"
+#include "harness/reproduce/validation_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
 #include "traces/results_file.h"
@@ -266,6 +267,7 @@ nlohmann::json summaryJson(const ReportInput& in, const std::vector<Figure>& fig
           {"skipped", skipped},
           {"headline", headlineJson(in)},
           {"crossval", crossvalJson(in)},
+          {"validation_matrix", matrixJsonOf(in)},
           {"compare", compareJson(in)},
           {"parts", parts},
           {"figures", figs},
@@ -287,6 +289,7 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
       "measured or simulated in this run (references marked \"published\" come from the "
       "scenario file). How each figure is made: docs/reproduce.md.\n\n";
   md += crossvalMarkdown(crossvalJson(in));
+  md += matrixSection(matrixJsonOf(in), pngs);
   md += compareMarkdown(compareJson(in), pngs);
   std::vector<std::string> groups;
   for (const auto& x : figures) {
@@ -309,7 +312,7 @@ std::string reportMarkdown(const ReportInput& in, const std::vector<Figure>& fig
   }
   // The headline's and the comparisons' figures sit with their tables.
   auto elsewhere = [](const std::string& file) {
-    return file == kHeadlineFigure || file.rfind(kComparePrefix, 0) == 0;
+    return file == kHeadlineFigure || file == kMatrixFigure || file.rfind(kComparePrefix, 0) == 0;
   };
   if (std::any_of(pngs.begin(), pngs.end(), [&](const auto& p) { return !elsewhere(p.first); })) {
     md += "## Figures\n\n";

@@ -9,6 +9,7 @@
 
 #include "engine/core/status.h"
 #include "engine/plan/transfer_plan.h"
+#include "harness/sim/host_probes.h"
 #include "sim/simulator.h"
 
 namespace tide::harness {
@@ -18,20 +19,23 @@ struct PlanPrediction {
   std::string cluster;
   double hostTcpBps = 0;      // 0: intra-node tcp treated as unlimited
   std::string hostTcpSource;  // none | probe | given
-  uint64_t planBytes = 0;     // the plan's total: network + intra-node + local
+  // Emulated clusters: one core's FP8 conversion rate (fp8PassBytes per
+  // second; 0: conversions free) and the cores the ranks share.
+  double hostConvertBps = 0;
+  std::string hostConvertSource;  // none | probe | given
+  int hostCores = 0;
+  uint64_t planBytes = 0;  // the plan's total: network + intra-node + local
   // What the prediction was made on, so a recorded result can be rerun.
   nlohmann::json inputsJson() const;
 };
 
 // `hostTcp`: "probe" (measure one tcp stream on 127.0.0.1 now), a rate
-// ("10Gbps") or "none"; used on emulated clusters only, where every node's
-// ranks share this host.
+// ("10Gbps") or "none"; `hostConvert` the same for one core's FP8
+// conversion (host_probes.h). Used on emulated clusters only, where every
+// node's ranks share this host.
 [[nodiscard]] Result<PlanPrediction> predictPlan(const plan::TransferPlan& p,
                                                  const std::string& clusterName,
-                                                 const std::string& hostTcp);
-
-// The tcp rate between two threads of this host on 127.0.0.1 (bytes/s):
-// median of three 64 MiB probes.
-[[nodiscard]] Result<double> probeLoopbackTcp();
+                                                 const std::string& hostTcp,
+                                                 const std::string& hostConvert = "probe");
 
 }  // namespace tide::harness

@@ -49,7 +49,7 @@ std::string fileName(const MatrixRow& r) {
   return n;
 }
 
-void runRow(MatrixResult& out, const MatrixOptions& o, const std::string& hostTcp) {
+void runRow(MatrixResult& out, const MatrixOptions& o, const HostFigures& host) {
   const MatrixRow& r = out.row;
   const std::string base = o.workDir + "/" + fileName(r);
   const std::string planPath = base + ".plan.json", realPath = base + ".real.json";
@@ -78,7 +78,7 @@ void runRow(MatrixResult& out, const MatrixOptions& o, const std::string& hostTc
   if (!real.isOk()) return fail(real.status());
   auto p = plan::TransferPlan::load(planPath);
   if (!p.isOk()) return fail(p.status());
-  auto v = validateRun(*real, *p, r.cluster, hostTcp, /*threshold=*/1.0);
+  auto v = validateRun(*real, *p, r.cluster, host.tcpSpec(), host.convertSpec(), /*threshold=*/1.0);
   if (!v.isOk()) return fail(v.status());
   out.status = "ok";
   out.reason.clear();
@@ -107,10 +107,8 @@ double percentile(std::vector<double> v, double q) {
 
 }  // namespace
 
-std::vector<MatrixResult> runMatrix(const MatrixFile& m, const MatrixOptions& o, double hostTcpBps,
-                                    const std::string& hostTcpSource) {
-  const std::string hostTcp =
-      hostTcpSource == "none" ? "none" : fmt::format("{:.6f}GB/s", hostTcpBps / 1e9);
+std::vector<MatrixResult> runMatrix(const MatrixFile& m, const MatrixOptions& o,
+                                    const HostFigures& host) {
   const std::string noNetAdmin = exec::netAdminMissing();
   const std::string noRxe = noNetAdmin.empty() ? exec::rxeClusterMissing() : noNetAdmin;
   std::vector<MatrixResult> rows;
@@ -129,7 +127,7 @@ std::vector<MatrixResult> runMatrix(const MatrixFile& m, const MatrixOptions& o,
       out.status = "skipped";
       out.reason = missing;
     } else {
-      runRow(out, o, hostTcp);
+      runRow(out, o, host);
     }
     out.wallSeconds = sw.seconds();
     if (out.status == "ok") {
@@ -181,8 +179,7 @@ MatrixSummary summarize(const std::vector<MatrixResult>& rows) {
 }
 
 nlohmann::json matrixJson(const MatrixFile& m, const std::vector<MatrixResult>& rows,
-                          const MatrixSummary& s, double hostTcpBps,
-                          const std::string& hostTcpSource) {
+                          const MatrixSummary& s, const HostFigures& host) {
   nlohmann::json out;
   out["schema"] = "tide.validate.matrix/1";
   out["matrix"] = m.path;
@@ -195,6 +192,9 @@ nlohmann::json matrixJson(const MatrixFile& m, const std::vector<MatrixResult>& 
     if (r.status == "ok") {
       j.update({{"real_s", r.realSeconds},
                 {"real_steps_s", r.realSteps},
+                // The fastest step: the one a loaded host slowed least.
+                {"fastest_error",
+                 r.simSeconds / *std::min_element(r.realSteps.begin(), r.realSteps.end()) - 1},
                 {"sim_s", r.simSeconds},
                 {"error", r.error},
                 {"bound_s", r.boundSeconds},
@@ -215,10 +215,14 @@ nlohmann::json matrixJson(const MatrixFile& m, const std::vector<MatrixResult>& 
   out["max_abs_error"] = s.max;
   out["winner_checks"] = s.winnerChecks;
   out["wrong_winner"] = s.wrongWinner;
-  // micro-benchmark: one tcp stream between two threads of this host,
-  // measured before the rows (or given); the simulator's intra-node tcp.
-  out["host_tcp_gbps"] = hostTcpBps / 1e9;
-  out["host_tcp_source"] = hostTcpSource;
+  // micro-benchmarks of this host, measured before the rows (or given):
+  // one tcp stream between two threads (the simulator's intra-node tcp) and
+  // one core's FP8 conversion, with the cores the ranks share.
+  out["host_tcp_gbps"] = host.tcpBps / 1e9;
+  out["host_tcp_source"] = host.tcpSource;
+  out["host_convert_gbps"] = host.convertBps / 1e9;
+  out["host_convert_source"] = host.convertSource;
+  out["host_cores"] = host.cores;
   return out;
 }
 

@@ -9,18 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "harness/sim/host_probes.h"
 #include "harness/validation/matrix_file.h"
 #include "sim/unit_validation.h"
 
 namespace tide::harness {
 
 struct MatrixOptions {
-  std::string tide;      // the tide binary the rows run
-  std::string workDir;   // plans, real results and logs of the rows
-  bool quick = false;    // only the rows marked quick
-  std::string only;      // only rows whose name contains this
-  std::string traceDir;  // a timeline per row (real and simulated units)
-  std::string hostTcp = "probe";
+  std::string tide;        // the tide binary the rows run
+  std::string workDir;     // plans, real results and logs of the rows
+  bool quick = false;      // only the rows marked quick
+  std::string only;        // only rows whose name contains this
+  std::string traceDir;    // a timeline per row (real and simulated units)
   bool keepPlans = false;  // plans can be tens of MB each
 };
 
@@ -49,14 +49,14 @@ struct MatrixSummary {
 
 // Runs the rows (progress on stdout, a line per row). A row that cannot run
 // here (no root, no rdma_rxe) is skipped with the reason.
-std::vector<MatrixResult> runMatrix(const MatrixFile& m, const MatrixOptions& o, double hostTcpBps,
-                                    const std::string& hostTcpSource);
+// `host`: this host's figures, measured once before the rows.
+std::vector<MatrixResult> runMatrix(const MatrixFile& m, const MatrixOptions& o,
+                                    const HostFigures& host);
 
 MatrixSummary summarize(const std::vector<MatrixResult>& rows);
 
 nlohmann::json matrixJson(const MatrixFile& m, const std::vector<MatrixResult>& rows,
-                          const MatrixSummary& s, double hostTcpBps,
-                          const std::string& hostTcpSource);
+                          const MatrixSummary& s, const HostFigures& host);
 
 // The table of rows and the summary lines, as Markdown (for REPORT.md).
 std::string matrixMarkdown(const nlohmann::json& matrix);

@@ -73,6 +73,10 @@ class EmulatedCluster {
   static std::string nicAddress(int node, int nic, int nicsPerNode);
   static std::string nodeAddress(int node) { return nicAddress(node, 0, 1); }
   static std::string nodeNamespace(const std::string& prefix, int node);
+  // The node's end of NIC `nic`'s link (in its namespace); the hub's end
+  // has 'b' for the 'n' after the prefix. A leaf's uplink is "<prefix>u<L>"
+  // (its leaf end, in the hub's namespace) and "<prefix>s<L>" (its spine end).
+  std::string nicDevice(int node, int nic) const;
 
   // Fault injection: node `node`'s link (both directions) drops packets at
   // random with probability lossPercent and runs at rateFraction of its
@@ -94,11 +98,16 @@ class EmulatedCluster {
  private:
   EmulatedCluster(std::string prefix, int nodes, int nics)
       : prefix_(std::move(prefix)), nodes_(nodes), nics_(nics) {}
-  std::string nodeDevice(int node, int nic) const;  // its node end (the other: 'b' for 'n')
   Status build(double bytesPerSecond, const EmulatedFabric& fabric);
   // The shaped ends of a node's links, per NIC (node end, hub end): (namespace, device).
   std::vector<std::pair<std::string, std::string>> linkEnds(int node) const;
   Status setRate(const std::string& ns, const std::string& dev, double bitsPerSecond) const;
+  // The tc commands of a link's HTB classes at a rate ("add" or "change").
+  static std::vector<std::vector<std::string>> linkClasses(const std::string& ns,
+                                                           const std::string& dev,
+                                                           double bitsPerSecond,
+                                                           uint64_t burstBytes,
+                                                           const std::string& verb);
 
   std::string prefix_;
   int nodes_;
