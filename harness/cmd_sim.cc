@@ -111,14 +111,7 @@ void runPlanSim(const SimOptions& o) {
   if (!o.traceOut.empty()) orThrow(checkOutputPath("--trace-out", o.traceOut));
   plan::TransferPlan p = orThrow(plan::TransferPlan::load(o.plan));
   PlanPrediction pred = orThrow(predictPlan(p, o.cluster, o.hostTcp, o.hostConvert));
-  if (pred.hostTcpSource != "none") {
-    std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", pred.hostTcpBps / 1e9,
-                pred.hostTcpSource.c_str());
-  }
-  if (pred.hostConvertSource != "none") {
-    std::printf("host FP8 conversion: %.3f GB/s per core (%s), %d cores\n",
-                pred.hostConvertBps / 1e9, pred.hostConvertSource.c_str(), pred.hostCores);
-  }
+  std::printf("%s", pred.hostLines().c_str());
   const sim::StrategyResult& r = pred.result;
   std::printf("plan %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n", p.strategy.c_str(),
               o.cluster.c_str(), r.seconds, r.lowerBoundSeconds, r.bottleneck.c_str());
@@ -200,8 +193,9 @@ void addSimCommand(CLI::App& app) {
       ->capture_default_str()
       ->needs(planOpt);
   cmd->add_option("--host-convert", o->hostConvert,
-                  "with --plan on an emulated cluster: one core's FP8 conversion rate (RATE), "
-                  "'probe' to measure it now, or 'none' (free)")
+                  "with --plan on an emulated cluster: one core's FP8 conversion rate for every "
+                  "conversion (RATE), 'probe' to time the plan's own conversions now, or 'none' "
+                  "(free)")
       ->capture_default_str()
       ->needs(planOpt);
   addSimSweepCommand(*cmd);

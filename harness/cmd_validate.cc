@@ -134,8 +134,9 @@ void addValidateCommand(CLI::App& app) {
                   "to measure it now on 127.0.0.1, or 'none' to treat it as unlimited")
       ->capture_default_str();
   cmd->add_option("--host-convert", o->hostConvert,
-                  "emulated clusters: one core's FP8 conversion rate (RATE), 'probe' to measure "
-                  "it now with the executor's quantizer, or 'none' to treat conversions as free")
+                  "emulated clusters: one core's FP8 conversion rate for every conversion "
+                  "(RATE), 'probe' to time the plan's own conversions now with the executor's "
+                  "quantizer, or 'none' to treat conversions as free")
       ->capture_default_str();
   cmd->add_option("--threshold", o->threshold, "allowed mean |error| in percent")
       ->capture_default_str();
@@ -164,21 +165,14 @@ void addValidateCommand(CLI::App& app) {
       clusterName = real["cluster"].get<std::string>();
     if (clusterName.empty())
       throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "no --cluster and the run names none"));
-    Result<ValidationRun> ran =
-        validateRun(real, p, clusterName, o->hostTcp, o->hostConvert, o->threshold / 100);
+    const HostFigures host = orThrow(hostFiguresFor(clusterName, o->hostTcp, o->hostConvert));
+    Result<ValidationRun> ran = validateRun(real, p, clusterName, host, o->threshold / 100);
     // A run that did not follow the schedule: the run's file is what is wrong.
     if (!ran.isOk() && ran.status().code() == Code::kDataLoss)
       throw StatusError(ran.status().withContext("--real " + o->real));
     ValidationRun run = orThrow(std::move(ran));
     const PlanPrediction& pred = run.prediction;
-    if (pred.hostTcpSource != "none") {
-      std::printf("host tcp between ranks of a node: %.3f GB/s (%s)\n", pred.hostTcpBps / 1e9,
-                  pred.hostTcpSource.c_str());
-    }
-    if (pred.hostConvertSource != "none") {
-      std::printf("host FP8 conversion: %.3f GB/s per core (%s), %d cores\n",
-                  pred.hostConvertBps / 1e9, pred.hostConvertSource.c_str(), pred.hostCores);
-    }
+    std::printf("%s", pred.hostLines().c_str());
     const sim::StrategyResult& r = pred.result;
     const sim::Validation& v = run.steps;
     std::printf("validate %s on %s: simulated %.4f s (lower bound %.4f s on %s)\n",

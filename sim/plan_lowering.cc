@@ -188,14 +188,19 @@ class Lowering {
     return it->second;
   }
 
-  double moved(const Route& r, double bytes) const {
-    return r.byteFactor < 0 ? plan::fp8PassBytes(2 * bytes, 0) : r.byteFactor * bytes;
+  double moved(const Route& r, double bytes, uint32_t unit) const {
+    if (r.byteFactor >= 0) return r.byteFactor * bytes;
+    // A conversion measured on this host: its seconds on one core, in the
+    // bytes its rank's core moves at hostConvertBps.
+    if (hostCpu_ != kNoLink && unit < o_.convertSeconds.size())
+      return o_.convertSeconds[unit] * o_.hostConvertBps;
+    return plan::fp8PassBytes(2 * bytes, 0);
   }
 
   TaskId flow(const Route& r, double bytes, const Unit& u, uint32_t unit, uint32_t piece) {
-    const TaskId t =
-        g_.addFlow(g_.addPath(r.links), moved(r, bytes), r.latency, static_cast<int32_t>(u.rank),
-                   static_cast<int32_t>(u.peer), static_cast<uint16_t>(u.stage), r.kind);
+    const TaskId t = g_.addFlow(g_.addPath(r.links), moved(r, bytes, unit), r.latency,
+                                static_cast<int32_t>(u.rank), static_cast<int32_t>(u.peer),
+                                static_cast<uint16_t>(u.stage), r.kind);
     g_.tasks()[t].unit = unit;
     g_.tasks()[t].piece = piece;
     return t;

@@ -14,6 +14,8 @@
 // cost profile's constants. `p` must be valid (TransferPlan::validate):
 // strategies and TransferPlan::fromJson return only valid plans.
 
+#include <vector>
+
 #include "engine/core/status.h"
 #include "engine/plan/transfer_plan.h"
 #include "sim/calibration.h"
@@ -38,6 +40,11 @@ struct LoweringOptions {
   // ranks' conversions together on at most hostCores cores.
   double hostConvertBps = 0;
   int hostCores = 1;
+  // Emulated clusters, when measured (harness/sim/conversion_probe.h): by
+  // schedule unit, one core's seconds for its conversion, which it then
+  // takes alone on its rank's core (hostConvertBps > 0 is the unit rate);
+  // empty: every conversion at hostConvertBps.
+  std::vector<double> convertSeconds;
   // > 0: the plan's buckets are kept in at most this many contiguous groups
   // (a group's moves between two ranks one flow). A box-level plan of a
   // 1 T-parameter model has ~1,000 buckets and ~90 k (bucket, source,

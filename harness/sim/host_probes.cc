@@ -137,18 +137,7 @@ Status figure(const std::string& spec, const char* flag, Result<double> (*probe)
   return Status::ok();
 }
 
-std::string spec(const std::string& source, double bps) {
-  return source == "none" ? "none" : fmt::format("{:.9g}GB/s", bps / 1e9);
-}
-
 }  // namespace
-
-std::string HostFigures::tcpSpec() const {
-  return spec(tcpSource, tcpBps);
-}
-std::string HostFigures::convertSpec() const {
-  return spec(convertSource, convertBps);
-}
 
 Result<HostFigures> measureHost(const std::string& tcp, const std::string& convert) {
   HostFigures h;

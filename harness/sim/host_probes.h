@@ -15,9 +15,6 @@ struct HostFigures {
   double convertBps = 0;                                   // 0: conversions free
   std::string tcpSource = "none", convertSource = "none";  // none | probe | given
   int cores = 1;
-  // As predictPlan takes them again: the rate measured or given, or "none".
-  std::string tcpSpec() const;
-  std::string convertSpec() const;
 };
 
 // Each of `tcp` and `convert`: "probe" (measure it now), a rate ("3GB/s")

@@ -78,7 +78,7 @@ void runRow(MatrixResult& out, const MatrixOptions& o, const HostFigures& host) 
   if (!real.isOk()) return fail(real.status());
   auto p = plan::TransferPlan::load(planPath);
   if (!p.isOk()) return fail(p.status());
-  auto v = validateRun(*real, *p, r.cluster, host.tcpSpec(), host.convertSpec(), /*threshold=*/1.0);
+  auto v = validateRun(*real, *p, r.cluster, host, /*threshold=*/1.0);
   if (!v.isOk()) return fail(v.status());
   out.status = "ok";
   out.reason.clear();
@@ -89,6 +89,7 @@ void runRow(MatrixResult& out, const MatrixOptions& o, const HostFigures& host) 
   out.boundSeconds = v->prediction.result.lowerBoundSeconds;
   out.bottleneck = v->prediction.result.bottleneck;
   out.planBytes = v->prediction.planBytes;
+  out.convertUnitsBps = v->prediction.convertUnitsBps;
   out.units = v->units;
   if (!o.traceDir.empty()) {
     traces::ChromeTrace t = v->timeline(*p);
@@ -200,6 +201,7 @@ nlohmann::json matrixJson(const MatrixFile& m, const std::vector<MatrixResult>& 
                 {"bound_s", r.boundSeconds},
                 {"bottleneck", r.bottleneck},
                 {"plan_bytes", r.planBytes}});
+      if (r.convertUnitsBps > 0) j["convert_units_gbps"] = r.convertUnitsBps / 1e9;
       if (r.units) j["units"] = r.units->toJson();
     } else {
       j["reason"] = r.reason;
@@ -217,7 +219,8 @@ nlohmann::json matrixJson(const MatrixFile& m, const std::vector<MatrixResult>& 
   out["wrong_winner"] = s.wrongWinner;
   // micro-benchmarks of this host, measured before the rows (or given):
   // one tcp stream between two threads (the simulator's intra-node tcp) and
-  // one core's FP8 conversion, with the cores the ranks share.
+  // one core's FP8 conversion, with the cores the ranks share (a row that
+  // converts also times its own plan's conversions: convert_units_gbps).
   out["host_tcp_gbps"] = host.tcpBps / 1e9;
   out["host_tcp_source"] = host.tcpSource;
   out["host_convert_gbps"] = host.convertBps / 1e9;

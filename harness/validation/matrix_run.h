@@ -33,6 +33,9 @@ struct MatrixResult {
   double simSeconds = 0, boundSeconds = 0, error = 0;
   std::string bottleneck;
   uint64_t planBytes = 0;
+  // The plan's FP8 conversions timed on one core (conversion_probe.h):
+  // their rate, 0 when none were.
+  double convertUnitsBps = 0;
   std::optional<sim::UnitErrors> units;
   double wallSeconds = 0;
 };

@@ -8,12 +8,12 @@
 namespace tide::harness {
 
 Result<ValidationRun> validateRun(const nlohmann::json& real, const plan::TransferPlan& p,
-                                  const std::string& clusterName, const std::string& hostTcp,
-                                  const std::string& hostConvert, double threshold) {
+                                  const std::string& clusterName, const HostFigures& host,
+                                  double threshold) {
   // Before the prediction: a file that is no sync result would otherwise be
   // reported as a cluster or plan problem.
   TIDE_RETURN_IF_ERROR(sim::checkSyncSchema(real));
-  TIDE_ASSIGN_OR_RETURN(PlanPrediction pred, predictPlan(p, clusterName, hostTcp, hostConvert));
+  TIDE_ASSIGN_OR_RETURN(PlanPrediction pred, predictPlan(p, clusterName, host));
   const sim::StrategyResult& r = pred.result;
   TIDE_ASSIGN_OR_RETURN(
       sim::Validation v,

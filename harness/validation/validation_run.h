@@ -39,13 +39,12 @@ struct ValidationRun {
   nlohmann::json toJson() const;
 };
 
-// `real`: a tide.sync/1 document; `hostTcp`, `hostConvert` as predictPlan
-// takes them;
-// `threshold`: the allowed mean |error| (a fraction) that sets `steps.pass`.
+// `real`: a tide.sync/1 document; `host`: this host's figures
+// (hostFiguresFor); `threshold`: the allowed mean |error| (a fraction) that
+// sets `steps.pass`.
 [[nodiscard]] Result<ValidationRun> validateRun(const nlohmann::json& real,
                                                 const plan::TransferPlan& p,
                                                 const std::string& clusterName,
-                                                const std::string& hostTcp,
-                                                const std::string& hostConvert, double threshold);
+                                                const HostFigures& host, double threshold);
 
 }  // namespace tide::harness
