@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
 #include "sim/plan_lowering.h"
 

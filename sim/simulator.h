@@ -6,7 +6,7 @@
 // the strategy's builder (engine/sync/strategy_registry.h).
 
 #include <functional>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,6 +1,7 @@
 #include "engine/plan/lower_bound.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace tide::plan {

@@ -8,7 +8,7 @@
 // used, so the bound holds for any schedule that respects it.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 

@@ -2,6 +2,7 @@
 // order of "move_fields" to keep large plans compact.
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "engine/plan/transfer_plan.h"

@@ -1,6 +1,7 @@
 #include "engine/plan/plan_steps.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace tide::plan {
 

@@ -11,7 +11,7 @@
 // step stands for `count` merged real ones where a strategy merges buckets.
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 #include <utility>

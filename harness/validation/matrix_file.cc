@@ -1,5 +1,6 @@
 #include "harness/validation/matrix_file.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>

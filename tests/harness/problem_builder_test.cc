@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "engine/plan/plan_params.h"
 #include "engine/sync/strategy_registry.h"
 #include "harness/sim/scenario_plans.h"

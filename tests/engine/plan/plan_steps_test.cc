@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 #include "engine/plan/reshard.h"
 #include "engine/plan/transfer_plan.h"

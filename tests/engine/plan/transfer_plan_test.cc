@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/engine/plan/plan_boxes.h"
 
 namespace tide::plan {

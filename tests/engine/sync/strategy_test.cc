@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "engine/plan/lower_bound.h"
 #include "engine/sync/p2p_strategy.h"
