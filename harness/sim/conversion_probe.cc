@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "engine/core/clock.h"
-#include "engine/exec/executor/fp8_blocks.h"
 #include "engine/plan/fp8_pass.h"
 
 namespace tide::harness {
@@ -34,29 +33,14 @@ RegionBox wholeBlocks(const RegionBox& box, const std::vector<uint64_t>& shape, 
 // because on a shared host interruptions only add time: with the median of
 // three, one plan's probe varied by a third between invocations.
 Result<double> timeShape(const plan::TransferPlan& p, uint32_t t, const RegionBox& box) {
-  const plan::TensorInfo& ti = p.tensors[t];
-  exec::Placed src, dst;
-  src.tensor = dst.tensor = t;
-  src.box = wholeBlocks(box, ti.shape, ti.fp8Block);
-  src.bytes = 2 * src.box.volume();
-  dst.box = box;
-  dst.dtype = workloads::DType::kFP8E4M3;
-  dst.fp8Block = ti.fp8Block;
-  dst.bytes = p.regionBytes(t, box, dst.dtype);
-  // Values of every magnitude a weight has (as probeHostConvert), so no
-  // block is all zeros.
-  std::vector<uint16_t> values(src.box.volume());
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = static_cast<uint16_t>(0x3c00 + (i * 2654435761u >> 20) % 0x0800);
-  std::vector<uint8_t> out(dst.bytes);
-  const auto source = exec::bf16Blocks(src, reinterpret_cast<const uint8_t*>(values.data()));
-  TIDE_RETURN_IF_ERROR(exec::quantizeBlocks(box, ti.shape, dst, out.data(), source));
+  QuantizeJob job(p, t, box);
+  TIDE_RETURN_IF_ERROR(job.run());
   double best = 0;
   for (int round = 0; round < 5; ++round) {
     Stopwatch sw;
     int n = 0;
     do {
-      TIDE_RETURN_IF_ERROR(exec::quantizeBlocks(box, ti.shape, dst, out.data(), source));
+      TIDE_RETURN_IF_ERROR(job.run());
       ++n;
     } while (sw.seconds() < 1e-3);
     const double each = sw.seconds() / n;
@@ -66,6 +50,27 @@ Result<double> timeShape(const plan::TransferPlan& p, uint32_t t, const RegionBo
 }
 
 }  // namespace
+
+QuantizeJob::QuantizeJob(const plan::TransferPlan& p, uint32_t t, const RegionBox& box)
+    : box_(box), shape_(p.tensors[t].shape) {
+  const plan::TensorInfo& ti = p.tensors[t];
+  src_.tensor = dst_.tensor = t;
+  src_.box = wholeBlocks(box, ti.shape, ti.fp8Block);
+  src_.bytes = 2 * src_.box.volume();
+  dst_.box = box;
+  dst_.dtype = workloads::DType::kFP8E4M3;
+  dst_.fp8Block = ti.fp8Block;
+  dst_.bytes = p.regionBytes(t, box, dst_.dtype);
+  values_.resize(src_.box.volume());
+  for (size_t i = 0; i < values_.size(); ++i)
+    values_[i] = static_cast<uint16_t>(0x3c00 + (i * 2654435761u >> 20) % 0x0800);
+  out_.resize(dst_.bytes);
+  source_ = exec::bf16Blocks(src_, reinterpret_cast<const uint8_t*>(values_.data()));
+}
+
+Status QuantizeJob::run() {
+  return exec::quantizeBlocks(box_, shape_, dst_, out_.data(), source_);
+}
 
 Result<ConversionProbe> probePlanConversions(const plan::TransferPlan& p, const plan::Schedule& s) {
   ConversionProbe out;

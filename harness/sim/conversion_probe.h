@@ -16,10 +16,30 @@
 #include <vector>
 
 #include "engine/core/status.h"
+#include "engine/exec/executor/fp8_blocks.h"
 #include "engine/plan/schedule.h"
 #include "engine/plan/transfer_plan.h"
 
 namespace tide::harness {
+
+// One FP8 quantization of `box` of tensor `t` of `p` as the executor makes
+// it: from a bf16 source holding the whole blocks the box touches, values of
+// every magnitude a weight has (no block all zeros); buffers made once, so
+// run() is the quantization alone. Both host probes time it.
+class QuantizeJob {
+ public:
+  QuantizeJob(const plan::TransferPlan& p, uint32_t t, const plan::RegionBox& box);
+  [[nodiscard]] Status run();
+  uint64_t outBytes() const { return dst_.bytes; }
+
+ private:
+  plan::RegionBox box_;
+  std::vector<uint64_t> shape_;
+  exec::Placed src_, dst_;
+  std::vector<uint16_t> values_;
+  std::vector<uint8_t> out_;
+  exec::BlockSource source_;
+};
 
 struct ConversionProbe {
   std::vector<double> unitSeconds;  // by schedule unit; 0 for units that convert nothing

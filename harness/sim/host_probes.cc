@@ -1,7 +1,6 @@
 #include "harness/sim/host_probes.h"
 
 #include <arpa/inet.h>
-#include <fmt/format.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <sys/socket.h>
@@ -14,9 +13,9 @@
 #include "engine/core/errno_status.h"
 #include "engine/core/fd.h"
 #include "engine/core/units.h"
-#include "engine/exec/executor/fp8_blocks.h"
 #include "engine/plan/fp8_pass.h"
 #include "engine/plan/transfer_plan.h"
+#include "harness/sim/conversion_probe.h"
 
 namespace tide::harness {
 
@@ -84,7 +83,6 @@ Result<double> probeLoopbackTcp() {
 
 Result<double> probeHostConvert() {
   constexpr uint64_t kRows = 4096, kCols = 2048;
-  constexpr uint32_t kBlock = 128;
   plan::RegionBox box;
   box.ndim = 2;
   box.lo[0] = box.lo[1] = 0;
@@ -93,26 +91,14 @@ Result<double> probeHostConvert() {
   plan::TransferPlan t;
   plan::TensorInfo ti;
   ti.shape = {kRows, kCols};
-  ti.fp8Block = kBlock;
+  ti.fp8Block = 128;
   t.tensors.push_back(ti);
-  exec::Placed src, dst;
-  src.box = dst.box = box;
-  src.bytes = 2 * kRows * kCols;
-  dst.dtype = workloads::DType::kFP8E4M3;
-  dst.fp8Block = kBlock;
-  dst.bytes = t.regionBytes(0, box, dst.dtype);
-  // Values of every magnitude a weight has, so no block is all zeros.
-  std::vector<uint16_t> values(kRows * kCols);
-  for (size_t i = 0; i < values.size(); ++i)
-    values[i] = static_cast<uint16_t>(0x3c00 + (i * 2654435761u >> 20) % 0x0800);
-  std::vector<uint8_t> out(dst.bytes);
+  QuantizeJob job(t, 0, box);
   std::vector<double> r;
   for (int i = 0; i < 3; ++i) {
     Stopwatch sw;
-    TIDE_RETURN_IF_ERROR(exec::quantizeBlocks(
-        box, ti.shape, dst, out.data(),
-        exec::bf16Blocks(src, reinterpret_cast<const uint8_t*>(values.data()))));
-    r.push_back(plan::fp8PassBytes(2.0 * static_cast<double>(dst.bytes), 0) /
+    TIDE_RETURN_IF_ERROR(job.run());
+    r.push_back(plan::fp8PassBytes(2.0 * static_cast<double>(job.outBytes()), 0) /
                 std::max(1e-9, sw.seconds()));
   }
   std::sort(r.begin(), r.end());
