@@ -13,7 +13,6 @@ namespace tide::sim {
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr TaskId kNoTask = std::numeric_limits<TaskId>::max();
 constexpr uint64_t kPollSeed = 1;  // any fixed seed: runs must repeat
 
@@ -62,10 +61,10 @@ class Runner {
         reported = wall.seconds();
         progress_(done_, tasks.size(), now);
       }
-      double tt = timers_.empty() ? kInf : timers_.top().t;
+      double tt = timers_.empty() ? kNever : timers_.top().t;
       double tf = s_.nextCompletion();
       double t = std::min(tt, tf);
-      if (t == kInf) break;
+      if (t == kNever) break;
       now = t;
       while (!timers_.empty() && timers_.top().t <= now) {
         Timer tm = timers_.top();
@@ -188,7 +187,7 @@ class Runner {
     std::vector<std::vector<std::pair<double, double>>> spans(names.size());
     for (size_t i = 0; i < names.size(); ++i) {
       res_.stages[i].name = names[i];
-      res_.stages[i].first = kInf;
+      res_.stages[i].first = kNever;
     }
     for (const SimEvent& e : res_.events) {
       StageStats& s = res_.stages[e.stage];

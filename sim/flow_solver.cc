@@ -8,7 +8,6 @@
 namespace tide::sim {
 
 namespace {
-constexpr double kInf = std::numeric_limits<double>::infinity();
 // Flows whose finish times agree to this relative precision finish together:
 // identical flows then cost one re-solve, not one each.
 constexpr double kRelTol = 1e-9;
@@ -43,7 +42,7 @@ FlowId FlowSolver::start(const std::vector<LinkId>& path, double bytes, double n
   }
   if (f.path.empty()) {
     // Crosses no shared resource: done as soon as it starts.
-    f.rate = kInf;
+    f.rate = kNever;
     finish_.set(id, now);
   }
   flows_.push_back(std::move(f));
@@ -124,9 +123,9 @@ void FlowSolver::resolve(double now) {
     FlowId fid = comp[i];
     Flow& f = flows_[fid];
     if (f.rate == before_[i] && f.remaining > 0) continue;
-    double t = f.rate > 0 ? now + f.remaining / f.rate : kInf;
+    double t = f.rate > 0 ? now + f.remaining / f.rate : kNever;
     if (f.remaining <= 0) t = now;
-    if (t < kInf) {
+    if (t < kNever) {
       finish_.set(fid, t);
     } else {
       finish_.erase(fid);
@@ -184,7 +183,7 @@ void FlowSolver::fill(const std::vector<FlowId>& comp, const std::vector<LinkId>
 }
 
 double FlowSolver::nextCompletion() {
-  return finish_.empty() ? kInf : finish_.topTime();
+  return finish_.empty() ? kNever : finish_.topTime();
 }
 
 std::vector<FlowId> FlowSolver::popCompleted(double t) {

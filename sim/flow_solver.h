@@ -8,6 +8,7 @@
 // bandwidth is a link too, so compute stages share capacity the same way.
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace tide::sim {
 
 using LinkId = uint32_t;
 using FlowId = uint32_t;
+
+// The time of an event that never comes (nextCompletion() with no flow).
+inline constexpr double kNever = std::numeric_limits<double>::infinity();
 
 class FlowSolver {
  public:
@@ -32,7 +36,7 @@ class FlowSolver {
   // Re-solves the components touched since the last call.
   void resolve(double now);
 
-  // Earliest completion time of an active flow; +inf when none.
+  // Earliest completion time of an active flow; kNever when none.
   double nextCompletion();
   // Removes and returns every flow finishing at or before `t` (within a
   // relative tolerance, so symmetric flows finish in one batch).

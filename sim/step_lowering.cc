@@ -40,7 +40,7 @@ double countedSeconds(const Step& s, const Calibration& k) {
   }
 }
 
-struct Lowering {
+struct StepLowering {
   const plan::StepGraph& sg;
   const std::function<int(uint32_t)>& gpuOf;
   const Topology& topo;
@@ -126,7 +126,7 @@ Result<LoweredSteps> lowerSteps(const plan::StepGraph& sg, size_t ranks,
                                 const std::function<int(uint32_t)>& gpuOf, const Topology& topo,
                                 const Calibration& costs, WorkGraph& g) {
   TIDE_RETURN_IF_ERROR(sg.validate(ranks));
-  Lowering x{sg, gpuOf, topo, g, {}};
+  StepLowering x{sg, gpuOf, topo, g, {}};
   for (const auto& name : sg.stageNames) x.stageOf.push_back(g.stageId(name));
   std::vector<int32_t> lockOf;
   for (const auto& l : sg.locks) {

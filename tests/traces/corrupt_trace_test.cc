@@ -15,7 +15,7 @@
 namespace tide::traces {
 namespace {
 
-std::string tempPath(const std::string& name) {
+std::string corruptPath(const std::string& name) {
   return ::testing::TempDir() + "tide_corrupt_" + std::to_string(::getpid()) + "_" + name;
 }
 
@@ -39,7 +39,7 @@ void expectRejected(const std::function<void(hid_t, const TraceData&)>& mutate,
   o.threads = 1;
   o.rollout.samplesPerStep = 4;
   TraceData d = orThrow(generateTrace(o));
-  const std::string path = tempPath("c.h5");
+  const std::string path = corruptPath("c.h5");
   ASSERT_TRUE(writeTrace(path, d).isOk());
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);

@@ -11,8 +11,8 @@ namespace tide::sync::designs {
 namespace {
 
 // The update request to the engines and the reply that ends it.
-constexpr double kOpenRounds = 1;
-constexpr double kCloseRounds = 1;
+constexpr double kCheckpointEngineOpenRounds = 1;
+constexpr double kCheckpointEngineCloseRounds = 1;
 // The engines' IPC buffer holds two buckets: broadcasting bucket g+2
 // waits for the engines to have reloaded bucket g.
 constexpr int kBuffers = 2;
@@ -101,7 +101,8 @@ Result<plan::TransferPlan> checkpointEnginePlan(const SyncProblem& pr, std::stri
   const double bytes = W / I / rounds;
   const double keepFrac = W > 0 ? shares.sharePerRank / W : 0;
   const double tensorFrac = bytes / std::max(1.0, W);
-  StepId start = g.add(plan::StepKind::kControlRound, x.inferBase, kOpenRounds, sRounds);
+  StepId start =
+      g.add(plan::StepKind::kControlRound, x.inferBase, kCheckpointEngineOpenRounds, sRounds);
   const int T = pr.train->worldSize();
   if (p2p) start = trainingSide(x, shares, start);
   std::vector<StepId> loaded;
@@ -156,7 +157,7 @@ Result<plan::TransferPlan> checkpointEnginePlan(const SyncProblem& pr, std::stri
   }
   g.dep(start, allDone);
   g.dep(prev, allDone);
-  miles::finish(x, allDone, kCloseRounds);
+  miles::finish(x, allDone, kCheckpointEngineCloseRounds);
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
 }

@@ -13,8 +13,8 @@ namespace {
 // Control rounds: the refit's opening call to the engines (prepare the
 // receivers) and its closing one (resume generation), each a remote call
 // from the controller.
-constexpr double kOpenRounds = 1;
-constexpr double kCloseRounds = 1;
+constexpr double kNemoRlOpenRounds = 1;
+constexpr double kNemoRlCloseRounds = 1;
 // The two CUDA streams a sender spreads its sends over.
 constexpr int kStreams = 2;
 
@@ -45,7 +45,7 @@ Result<plan::TransferPlan> NemoRlNcclStrategy::makePlan(const SyncProblem& pr) c
   const uint16_t sBcast = g.stage("packed_broadcast");
   const uint16_t sSend = g.stage("shard_send");
   const uint16_t sLoad = g.stage("engine_load");
-  StepId start = g.add(plan::StepKind::kControlRound, x.inferBase, kOpenRounds, sRounds);
+  StepId start = g.add(plan::StepKind::kControlRound, x.inferBase, kNemoRlOpenRounds, sRounds);
   const std::vector<uint32_t> receivers = inferRanks(x);
   const int per = tl.tp * tl.cp * tl.dp;
   const int engines = il.engines, G = il.tp;
@@ -155,7 +155,7 @@ Result<plan::TransferPlan> NemoRlNcclStrategy::makePlan(const SyncProblem& pr) c
     }
   }
   g.dep(start, allDone);
-  miles::finish(x, allDone, kCloseRounds);
+  miles::finish(x, allDone, kNemoRlCloseRounds);
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
 }

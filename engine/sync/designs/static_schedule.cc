@@ -15,8 +15,8 @@ namespace {
 
 // The controller's signal that starts the transfers, and the training
 // ranks' report that ends them.
-constexpr double kOpenRounds = 1;
-constexpr double kCloseRounds = 1;
+constexpr double kStaticScheduleOpenRounds = 1;
+constexpr double kStaticScheduleCloseRounds = 1;
 // The global barrier between mesh groups: one Gloo barrier over Ethernet.
 constexpr double kBarrierRounds = 1;
 // Eager operations per parameter: full_tensor() on every mesh member; on
@@ -141,7 +141,7 @@ Result<plan::TransferPlan> StaticScheduleStrategy::makePlan(const SyncProblem& p
   std::vector<double> held(static_cast<size_t>(tl.worldSize()), 0);
   auto nodeOf = [&](uint32_t planRank) { return p.ranks[planRank].node; };
 
-  StepId start = g.add(plan::StepKind::kControlRound, 0, kOpenRounds, sRounds);
+  StepId start = g.add(plan::StepKind::kControlRound, 0, kStaticScheduleOpenRounds, sRounds);
   StepId allDone = g.join();
   g.dep(start, allDone);
   StepId groupStart = start;
@@ -236,7 +236,7 @@ Result<plan::TransferPlan> StaticScheduleStrategy::makePlan(const SyncProblem& p
     g.dep(barrier, allDone);
     groupStart = barrier;
   }
-  StepId end = g.add(plan::StepKind::kControlRound, 0, kCloseRounds, sRounds);
+  StepId end = g.add(plan::StepKind::kControlRound, 0, kStaticScheduleCloseRounds, sRounds);
   g.dep(allDone, end);
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;

@@ -10,8 +10,8 @@ namespace tide::sync::designs {
 
 namespace {
 
-constexpr double kOpenRounds = 1;
-constexpr double kCloseRounds = 1;
+constexpr double kVerlOpenRounds = 1;
+constexpr double kVerlCloseRounds = 1;
 constexpr int kBuffers = 2;  // double buffering: packing b waits for b-2's broadcast
 
 // NIXL mode: the agents in a line, trainer rank 0 first, then every
@@ -42,7 +42,7 @@ Result<plan::TransferPlan> verlPlan(const SyncProblem& pr, std::string_view name
   const uint32_t root = 0;  // the trainer rank in the NCCL group with the engines
   const std::vector<uint32_t> receivers = inferRanks(x);
   const double bucket = static_cast<double>(std::max<uint64_t>(1, x.o.bucketBytes));
-  StepId start = g.add(plan::StepKind::kControlRound, x.inferBase, kOpenRounds, sRounds);
+  StepId start = g.add(plan::StepKind::kControlRound, x.inferBase, kVerlOpenRounds, sRounds);
   StepId prevGather = start, prevBc = start;
   std::vector<StepId> bcs, loads;
   Ring ring;
@@ -143,7 +143,7 @@ Result<plan::TransferPlan> verlPlan(const SyncProblem& pr, std::string_view name
   }
   g.dep(start, allDone);
   g.dep(prevBc, allDone);
-  miles::finish(x, allDone, kCloseRounds);
+  miles::finish(x, allDone, kVerlCloseRounds);
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
 }

@@ -9,7 +9,7 @@ namespace {
 
 // Control rounds that close an update: close the session (post-processing
 // runs inside it) and continue generation.
-constexpr double kEndRounds = 2;
+constexpr double kBroadcastEndRounds = 2;
 
 }  // namespace
 
@@ -69,7 +69,7 @@ Result<plan::TransferPlan> MilesBroadcastStrategy::makePlan(const SyncProblem& p
     }
     return prev;
   });
-  finish(x, done, kEndRounds);
+  finish(x, done, kBroadcastEndRounds);
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
 }

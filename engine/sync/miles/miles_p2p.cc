@@ -13,7 +13,7 @@ namespace {
 
 // Closing rounds: close the session, continue generation, and bump the
 // weight version.
-constexpr double kEndRounds = 3;
+constexpr double kP2pEndRounds = 3;
 
 // Targets of one training rank of a stage, grouped by engine rank: the rank
 // keeps one CPU replica buffer and reloads it once per engine rank it serves;
@@ -192,7 +192,7 @@ Result<plan::TransferPlan> MilesP2pStrategy::makePlan(const SyncProblem& pr) con
     return end;
   });
   g.dep(done, allDone);
-  finish(x, allDone, kEndRounds);
+  finish(x, allDone, kP2pEndRounds);
   TIDE_RETURN_IF_ERROR(p.validate());
   return p;
 }

@@ -9,8 +9,6 @@
 namespace tide::transport::rdma {
 namespace {
 
-constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-
 Status modify(ibv_qp* qp, ibv_qp_attr& attr, int mask, const char* to) {
   int rc = ibv_modify_qp(qp, &attr, mask);
   if (rc != 0) {
@@ -91,7 +89,7 @@ Status moveToInit(ibv_qp* qp, const Device& dev) {
   attr.qp_state = IBV_QPS_INIT;
   attr.pkey_index = 0;
   attr.port_num = dev.port();
-  attr.qp_access_flags = kAccess;
+  attr.qp_access_flags = kRemoteAccess;
   return modify(qp, attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
                 "INIT");
 }

@@ -14,7 +14,6 @@
 namespace tide::transport::rdma {
 namespace {
 
-constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 // A control-message wait checks this often whether the peer left.
 constexpr double kRecvSliceSeconds = 0.1;
 
@@ -284,11 +283,11 @@ Result<LocalRegion> RdmaTransport::registerRegion(void* addr, uint64_t size, Mem
   for (auto& r : rails_) {
     if (kind == MemoryKind::kCuda) {
       TIDE_ASSIGN_OR_RETURN(MemoryRegion mr,
-                            registerDeviceMemory(r.device->pd(), addr, size, kAccess));
+                            registerDeviceMemory(r.device->pd(), addr, size, kRemoteAccess));
       reg.mrs.push_back(std::move(mr));
       continue;
     }
-    MemoryRegion mr(ibv_reg_mr(r.device->pd(), addr, size, kAccess));
+    MemoryRegion mr(ibv_reg_mr(r.device->pd(), addr, size, kRemoteAccess));
     if (!mr) {
       Status s =
           TIDE_ERRNO("ibv_reg_mr(" + std::to_string(size) + " bytes) on " + r.device->name());

@@ -9,6 +9,11 @@
 
 namespace tide::transport::rdma {
 
+// What a peer may do to a registered region (and a QP allows): tide's
+// one-sided writes and reads, and local writes by the NIC.
+inline constexpr int kRemoteAccess =
+    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+
 // Owner of one verbs handle T*, released with Free (an ibv_* destroy call).
 template <typename T, int (*Free)(T*)>
 class VerbsHandle {

@@ -8,7 +8,7 @@
 namespace tide::data {
 namespace {
 
-Manifest sample() {
+Manifest sampleManifest() {
   Manifest m;
   m.id = "step3/p0";
   m.rows = 4;
@@ -31,7 +31,7 @@ Manifest sample() {
 }
 
 TEST(Manifest, RoundTrips) {
-  Manifest m = sample();
+  Manifest m = sampleManifest();
   ASSERT_TRUE(m.validate().isOk()) << m.validate().toString();
   auto d = orThrow(Manifest::decode(m.encode()));
   EXPECT_EQ(d.id, m.id);
@@ -45,7 +45,7 @@ TEST(Manifest, RoundTrips) {
 }
 
 TEST(Manifest, PayloadChecksumFlag) {
-  Manifest m = sample();
+  Manifest m = sampleManifest();
   m.payloadChecksums = false;
   EXPECT_EQ(m.validate().code(), Code::kInvalidArgument);  // segments still hashed
   for (auto& f : m.fields) f.data.checksum = f.offsets.checksum = 0;
@@ -61,7 +61,7 @@ TEST(Manifest, PayloadChecksumFlag) {
 }
 
 TEST(Manifest, EveryTruncationAndBitFlipIsRejected) {
-  std::string e = sample().encode();
+  std::string e = sampleManifest().encode();
   for (size_t n = 0; n < e.size(); ++n) {
     auto r = Manifest::decode(e.substr(0, n));
     ASSERT_FALSE(r.isOk()) << n;
@@ -75,7 +75,7 @@ TEST(Manifest, EveryTruncationAndBitFlipIsRejected) {
 }
 
 Status check(void (*mutate)(Manifest&)) {
-  Manifest m = sample();
+  Manifest m = sampleManifest();
   mutate(m);
   // Through the wire too: an encoder that skipped validation is caught on decode.
   auto d = Manifest::decode(m.encode());

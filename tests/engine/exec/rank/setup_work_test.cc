@@ -15,8 +15,8 @@
 namespace tide::exec {
 namespace {
 
-using Param = std::tuple<std::string, workloads::DType>;
-class SetupWork : public ::testing::TestWithParam<Param> {};
+using SetupParam = std::tuple<std::string, workloads::DType>;
+class SetupWork : public ::testing::TestWithParam<SetupParam> {};
 
 constexpr uint64_t kPage = 4096;
 
