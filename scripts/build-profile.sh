@@ -4,8 +4,9 @@
 # with what each costs to parse alone.
 #   build-profile.sh [--clean] [BUILD_DIR]   (default: build, preset default)
 # --clean: configure and build BUILD_DIR from nothing first (minutes), timed
-# with /usr/bin/time (user+sys: the CPU seconds results/budgets/build.toml
-# holds); without it, the figures of the build dir's last build (.ninja_log).
+# by scripts/timed-build.sh (user+sys CPU seconds and the reference compile's,
+# whose ratio results/budgets/build.toml holds); without it, the figures of
+# the build dir's last build (.ninja_log).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 clean=0
@@ -16,10 +17,10 @@ if [ "$clean" = 1 ]; then
   [ "$BUILD" = build ] || { echo "build-profile: --clean builds the default preset's dir, build" >&2; exit 2; }
   rm -rf "$BUILD"
   cmake --preset default > /dev/null
-  /usr/bin/time -f "%e %U %S" -o "$BUILD/.build-time" cmake --build "$BUILD" -j "$JOBS" > "$BUILD/.build-log" 2>&1 \
+  bash scripts/timed-build.sh "$BUILD" "$JOBS" > "$BUILD/.build-log" 2>&1 \
     || { tail -20 "$BUILD/.build-log"; exit 1; }
-  read -r wall user sys < "$BUILD/.build-time"
-  echo "clean build: ${wall} s wall, $(python3 -c "print(round($user + $sys, 1))") s CPU (user ${user} + sys ${sys}) on ${JOBS} cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  read -r wall user sys ref < "$BUILD/.clean-build-time"
+  echo "clean build: ${wall} s wall, $(python3 -c "print(round($user + $sys, 1))") s CPU (user ${user} + sys ${sys}) on ${JOBS} cores, reference compile ${ref} s CPU, load $(cut -d' ' -f1-3 /proc/loadavg)"
 fi
 [ -f "$BUILD/.ninja_log" ] || { echo "build-profile: no $BUILD/.ninja_log (build first, or --clean)" >&2; exit 1; }
 python3 - "$BUILD" <<'PYEOF'
@@ -40,7 +41,8 @@ print(f"edges {len(last)}: {sum(last.values()):.0f} s summed "
       f"{sum(links.values()):.0f} s in {len(links)} links and other steps)")
 print("\n20 slowest translation units (s):")
 for k, v in sorted(objs.items(), key=lambda kv: -kv[1])[:20]:
-    src = re.sub(r"^.*CMakeFiles/[^/]*\.dir/", "", k)[:-2]
+    # A unity batch (Unity/unity_N_cxx.cxx) is named with its target.
+    src = re.sub(r"^.*CMakeFiles/([^/]*)\.dir/", r"\1: ", k)[:-2]
     print(f"  {v:6.1f}  {src}")
 print("\nlinks and other steps over 0.2 s (s):")
 for k, v in sorted(links.items(), key=lambda kv: -kv[1])[:25]:
