@@ -9,11 +9,8 @@
 namespace tide::sim {
 namespace {
 
+using workloads::detail::invalidAt;
 using workloads::detail::TomlFields;
-
-Status bad(std::string_view origin, const std::string& what) {
-  return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ": " + what);
-}
 
 // The constants a profile must give, with the unit each may be written in.
 struct Known {
@@ -140,7 +137,7 @@ Result<CostProfile> parseProfile(std::string_view text, std::string_view origin)
   TIDE_RETURN_IF_ERROR(top.getString("version", p.version, true));
   for (const Known& k : kKnown) {
     const toml::node* n = top.get(k.key);
-    if (!n) return bad(origin, std::string("missing [") + k.key + "]");
+    if (!n) return invalidAt(origin, std::string("missing [") + k.key + "]");
     if (!n->is_table()) return top.error(k.key, std::string("must be a table [") + k.key + "]");
     TIDE_ASSIGN_OR_RETURN(CostConstant c, parseConstant(*n->as_table(), k.key, where));
     p.calib.*k.field = c.seconds;

@@ -12,11 +12,8 @@ namespace tide::sim {
 
 namespace {
 
+using workloads::detail::invalidAt;
 using workloads::detail::TomlFields;
-
-Status bad(std::string_view origin, const std::string& msg) {
-  return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ": " + msg);
-}
 
 std::string tableOrigin(std::string_view origin, const char* table) {
   return std::string(origin) + " [" + table + "]";
@@ -297,10 +294,10 @@ Result<int> layoutNodes(int given, int ranks, int gpusPerNode, std::string_view 
                         const char* table) {
   const int need = (ranks + gpusPerNode - 1) / gpusPerNode;
   if (given < 0 || given == need) return need;
-  return bad(tableOrigin(origin, table), "'nodes' = " + std::to_string(given) +
-                                             " but the layout's " + std::to_string(ranks) +
-                                             " GPUs fill " + std::to_string(need) + " node(s) of " +
-                                             std::to_string(gpusPerNode) + " GPUs");
+  return invalidAt(tableOrigin(origin, table),
+                   "'nodes' = " + std::to_string(given) + " but the layout's " +
+                       std::to_string(ranks) + " GPUs fill " + std::to_string(need) +
+                       " node(s) of " + std::to_string(gpusPerNode) + " GPUs");
 }
 
 }  // namespace
@@ -341,7 +338,7 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   TIDE_RETURN_IF_ERROR(top.rejectUnknown());
   for (auto [key, t] :
        {std::pair{"model", model}, {"train", train}, {"infer", infer}, {"cluster", cluster}}) {
-    if (!t) return bad(origin, std::string("missing [") + key + "]");
+    if (!t) return invalidAt(origin, std::string("missing [") + key + "]");
   }
 
   TIDE_ASSIGN_OR_RETURN(s.model, parseModelTable(*model, origin));
@@ -373,7 +370,7 @@ Result<Scenario> parseScenario(std::string_view text, std::string_view origin) {
   if (strategy) {
     if (const toml::node* n = strategy->get("profile")) {
       auto name = n->value_exact<std::string>();
-      if (!name) return bad(origin, "[strategy] profile must be a string");
+      if (!name) return invalidAt(origin, "[strategy] profile must be a string");
       s.profileName = *name;
       s.profileGiven = true;
     }

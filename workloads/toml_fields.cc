@@ -6,6 +6,10 @@
 
 namespace tide::workloads::detail {
 
+Status invalidAt(std::string_view origin, const std::string& what) {
+  return TIDE_ERROR(Code::kInvalidArgument, std::string(origin) + ": " + what);
+}
+
 Status TomlFields::error(std::string_view key, const std::string& what) const {
   return TIDE_ERROR(Code::kInvalidArgument, origin_ + ": '" + std::string(key) + "' " + what);
 }

@@ -37,6 +37,10 @@ class TomlFields {
   std::set<std::string, std::less<>> seen_;
 };
 
+// The error of a TOML document that parsed but says something invalid:
+// "origin: what", kInvalidArgument.
+Status invalidAt(std::string_view origin, const std::string& what);
+
 // Parses text into a table, or one error with origin:line[:column]. Only
 // tide's line-based TOML subset is accepted (see toml_fields.cc).
 Result<toml::table> parseToml(std::string_view text, std::string_view origin);

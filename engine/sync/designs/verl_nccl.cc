@@ -12,7 +12,7 @@ namespace {
 
 constexpr double kVerlOpenRounds = 1;
 constexpr double kVerlCloseRounds = 1;
-constexpr int kBuffers = 2;  // double buffering: packing b waits for b-2's broadcast
+constexpr int kVerlBuffers = 2;  // double buffering: packing b waits for b-2's broadcast
 
 // NIXL mode: the agents in a line, trainer rank 0 first, then every
 // inference rank in order; each reads a whole bucket from the one before
@@ -90,9 +90,9 @@ Result<plan::TransferPlan> verlPlan(const SyncProblem& pr, std::string_view name
       if (!nixl) {
         // Two buffers on each side: bucket b reuses bucket b-2's, free once
         // its broadcast left the sender and every engine loaded it.
-        if (n >= static_cast<size_t>(kBuffers)) g.dep(bcs[n - kBuffers], pack);
+        if (n >= static_cast<size_t>(kVerlBuffers)) g.dep(bcs[n - kVerlBuffers], pack);
         StepId ready = g.join();
-        if (n >= static_cast<size_t>(kBuffers)) g.dep(loads[n - kBuffers], ready);
+        if (n >= static_cast<size_t>(kVerlBuffers)) g.dep(loads[n - kVerlBuffers], ready);
         g.dep(pack, ready);
         g.dep(prevBc, ready);
         bc = miles::chainBroadcast(x, root, receivers, wire, ready, sBcast);
@@ -106,7 +106,7 @@ Result<plan::TransferPlan> verlPlan(const SyncProblem& pr, std::string_view name
         // The sender fills bucket b into the buffer bucket b-2 was read
         // from, once the next agent read b-2; it offers b after b-1 is read.
         const size_t I = receivers.size();
-        if (n >= static_cast<size_t>(kBuffers)) g.dep(ring.hop[n - kBuffers][0], pack);
+        if (n >= static_cast<size_t>(kVerlBuffers)) g.dep(ring.hop[n - kVerlBuffers][0], pack);
         std::vector<StepId> hops(I), lds(I);
         for (size_t k = 0; k < I; ++k) {
           const uint32_t from = k == 0 ? root : receivers[k - 1];
@@ -115,9 +115,9 @@ Result<plan::TransferPlan> verlPlan(const SyncProblem& pr, std::string_view name
           if (n >= 1) g.dep(ring.hop[n - 1][k], rd);  // one read at a time
           // Its receive buffer held bucket b-2: read on by the next agent
           // and yielded to its engine.
-          if (n >= static_cast<size_t>(kBuffers)) {
-            if (k + 1 < I) g.dep(ring.hop[n - kBuffers][k + 1], rd);
-            g.dep(rankLoads[n - kBuffers][k], rd);
+          if (n >= static_cast<size_t>(kVerlBuffers)) {
+            if (k + 1 < I) g.dep(ring.hop[n - kVerlBuffers][k + 1], rd);
+            g.dep(rankLoads[n - kVerlBuffers][k], rd);
           }
           hops[k] = rd;
           // One rank of an engine loads for its peers (the same bucket).
