@@ -1,8 +1,8 @@
 // The build-time budget's reference compile (scripts/timed-build.sh): a fixed
 // piece of work for the compiler, of the kind that dominates tide's build
 // (a heavy header parsed, its templates instantiated and optimized), timed on
-// the same host just before a clean build. The budget holds the build's CPU
-// seconds in units of this compile's, so a slower or faster host moves both.
+// the same host around a clean build. The budget check prints it beside the
+// one recorded with the budget, to tell a slower host from a grown build.
 // Never change it without re-recording results/budgets/build.toml.
 #include <map>
 #include <nlohmann/json.hpp>

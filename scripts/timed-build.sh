@@ -4,7 +4,7 @@
 # s), which scripts/check-build-budget.py holds against
 # results/budgets/build.toml. `ref` is the CPU seconds of the reference
 # compile (scripts/build-reference.cc) on this host, the median of three
-# around the build: the budget is in units of it.
+# around the build: the check shows it beside the recorded one.
 #   timed-build.sh BUILD_DIR JOBS
 set -euo pipefail
 BUILD=$1
