@@ -11,7 +11,7 @@ Status invalidAt(std::string_view origin, const std::string& what) {
 }
 
 Status TomlFields::error(std::string_view key, const std::string& what) const {
-  return TIDE_ERROR(Code::kInvalidArgument, origin_ + ": '" + std::string(key) + "' " + what);
+  return invalidAt(origin_, "'" + std::string(key) + "' " + what);
 }
 
 Status TomlFields::getU64(std::string_view key, uint64_t& out, uint64_t max, bool required) {
