@@ -11,6 +11,7 @@ PKGS=(
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libxxhash-dev libzstd-dev liburing-dev
   python3 python3-matplotlib python3-h5py python3-numpy
+  pybind11-dev python3-pytest python3-torch
   qemu-system-x86 busybox-static kmod cpio xz-utils
   iperf3 iproute2 clang lld valgrind openmpi-bin
 )
