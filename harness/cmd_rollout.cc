@@ -210,12 +210,12 @@ nlohmann::json runBus(const Options& o, const workloads::RolloutConfig& lm) {
   for (int r = 0; r < world; ++r)
     pools.push_back(poolFor(maxShare, r < P ? uint32_t(o.queue + 2) : uint32_t(P + 2)));
   data::BusConfig bc;
-  bc.mode = async ? data::BusMode::kAsync : data::BusMode::kSync;
+  bc.mode = orThrow(data::parseBusMode(o.mode));
   bc.producers = P;
   bc.consumers = C;
   bc.queueCapacity = o.queue;
   bc.maxStaleness = o.maxStaleness;
-  bc.stalePolicy = o.stale == "accept" ? data::StalePolicy::kAccept : data::StalePolicy::kDrop;
+  bc.stalePolicy = orThrow(data::parseStalePolicy(o.stale));
   bc.name = "rollout";
   bc.timeoutSeconds = o.timeout;
   bc.totalBatches = int64_t(o.steps) * P;

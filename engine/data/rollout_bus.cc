@@ -5,6 +5,23 @@
 #include "engine/core/clock.h"
 
 namespace tide::data {
+
+const char* busModeName(BusMode m) {
+  return m == BusMode::kSync ? "sync" : "async";
+}
+
+Result<BusMode> parseBusMode(const std::string& text) {
+  if (text == "sync") return BusMode::kSync;
+  if (text == "async") return BusMode::kAsync;
+  return TIDE_ERROR(Code::kInvalidArgument, "bus mode must be sync or async, got '" + text + "'");
+}
+
+Result<StalePolicy> parseStalePolicy(const std::string& text) {
+  if (text == "drop") return StalePolicy::kDrop;
+  if (text == "accept") return StalePolicy::kAccept;
+  return TIDE_ERROR(Code::kInvalidArgument,
+                    "stale policy must be drop or accept, got '" + text + "'");
+}
 namespace {
 
 std::string key(const BusConfig& c, const std::string& k) {

@@ -23,6 +23,9 @@ namespace tide::data {
 
 enum class BusMode : uint8_t { kSync = 0, kAsync = 1 };
 enum class StalePolicy : uint8_t { kDrop = 0, kAccept = 1 };
+const char* busModeName(BusMode m);  // "sync" | "async"
+Result<BusMode> parseBusMode(const std::string& text);
+Result<StalePolicy> parseStalePolicy(const std::string& text);  // "drop" | "accept"
 
 struct BusConfig {
   BusMode mode = BusMode::kSync;

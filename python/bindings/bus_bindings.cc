@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <optional>
+#include <type_traits>
 
 #include "engine/data/rollout_bus.h"
 #include "python/bindings/batch_convert.h"
@@ -31,20 +32,8 @@ BusConfig makeConfig(const std::string& mode, int producers, int consumers, int 
                      int64_t maxStaleness, const std::string& stale, const std::string& name,
                      double timeout, int64_t total) {
   BusConfig c;
-  if (mode == "sync") {
-    c.mode = data::BusMode::kSync;
-  } else if (mode == "async") {
-    c.mode = data::BusMode::kAsync;
-  } else {
-    invalid("mode must be 'sync' or 'async', got '" + mode + "'");
-  }
-  if (stale == "drop") {
-    c.stalePolicy = data::StalePolicy::kDrop;
-  } else if (stale == "accept") {
-    c.stalePolicy = data::StalePolicy::kAccept;
-  } else {
-    invalid("stale_policy must be 'drop' or 'accept', got '" + stale + "'");
-  }
+  c.mode = check(data::parseBusMode(mode));
+  c.stalePolicy = check(data::parseStalePolicy(stale));
   if (producers < 1 || consumers < 1 || queue < 1 || maxStaleness < 0 || timeout <= 0 || total < 0)
     invalid(
         "bus: producers, consumers and queue_capacity >= 1, max_staleness and total_batches >= 0, "
@@ -59,10 +48,17 @@ BusConfig makeConfig(const std::string& mode, int producers, int consumers, int 
   return c;
 }
 
-void checkIndex(int index, int count, const char* what) {
+// A producer or consumer `index` of the bus, on `node`.
+template <typename T>
+OnNode<T> attach(py::object node, const BusConfig& c, int index) {
+  constexpr bool producer = std::is_same_v<T, data::RolloutProducer>;
+  const int count = producer ? c.producers : c.consumers;
   if (index < 0 || index >= count)
-    invalid(std::string(what) + " index " + std::to_string(index) + " is not in [0, " +
-            std::to_string(count) + ")");
+    invalid(std::string(producer ? "producer" : "consumer") + " index " + std::to_string(index) +
+            " is not in [0, " + std::to_string(count) + ")");
+  Node& n = node.cast<Node&>();
+  check(n.usable());
+  return OnNode<T>{node, std::make_unique<T>(n.batches(), n.store(), c, index)};
 }
 
 }  // namespace
@@ -78,23 +74,15 @@ more than max_staleness versions behind its own.)")
            py::arg("consumers") = 1, py::arg("queue_capacity") = 4, py::arg("max_staleness") = 1,
            py::arg("stale_policy") = "drop", py::arg("name") = "bus", py::arg("timeout") = 30.0,
            py::arg("total_batches") = 0)
-      .def_property_readonly(
-          "mode",
-          [](const BusConfig& c) { return c.mode == data::BusMode::kSync ? "sync" : "async"; })
+      .def_property_readonly("mode", [](const BusConfig& c) { return data::busModeName(c.mode); })
       .def_readonly("producers", &BusConfig::producers)
       .def_readonly("consumers", &BusConfig::consumers)
       .def_readonly("queue_capacity", &BusConfig::queueCapacity)
       .def_readonly("max_staleness", &BusConfig::maxStaleness);
 
   py::class_<Producer>(m, "RolloutProducer", "A rollout worker's side of the bus.")
-      .def(py::init([](py::object node, const BusConfig& c, int index) {
-             checkIndex(index, c.producers, "producer");
-             Node& n = node.cast<Node&>();
-             check(n.usable());
-             return Producer{
-                 node, std::make_unique<data::RolloutProducer>(n.batches(), n.store(), c, index)};
-           }),
-           py::arg("node"), py::arg("config"), py::arg("index"))
+      .def(py::init(&attach<data::RolloutProducer>), py::arg("node"), py::arg("config"),
+           py::arg("index"))
       .def(
           "put_step",
           [](Producer& p, int64_t step, const PyBatch& b) {
@@ -130,14 +118,8 @@ more than max_staleness versions behind its own.)")
           "Frees the batches every reader finished; returns how many.");
 
   py::class_<Consumer>(m, "RolloutConsumer", "A trainer rank's side of the bus.")
-      .def(py::init([](py::object node, const BusConfig& c, int index) {
-             checkIndex(index, c.consumers, "consumer");
-             Node& n = node.cast<Node&>();
-             check(n.usable());
-             return Consumer{
-                 node, std::make_unique<data::RolloutConsumer>(n.batches(), n.store(), c, index)};
-           }),
-           py::arg("node"), py::arg("config"), py::arg("index"))
+      .def(py::init(&attach<data::RolloutConsumer>), py::arg("node"), py::arg("config"),
+           py::arg("index"))
       .def(
           "get_step",
           [](Consumer& c, int64_t step) {
