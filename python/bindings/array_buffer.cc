@@ -9,7 +9,10 @@ namespace py = pybind11;
 using data::DType;
 
 DType dtypeOfArray(const py::array& a, const std::string& where) {
-  py::dtype dt = a.dtype();
+  return dtypeOfNumpy(a.dtype(), where);
+}
+
+DType dtypeOfNumpy(const py::dtype& dt, const std::string& where) {
   const char kind = dt.kind();
   const auto size = dt.itemsize();
   if (kind == 'b' && size == 1) return DType::kBool;
@@ -30,7 +33,7 @@ DType dtypeOfArray(const py::array& a, const std::string& where) {
     if (size == 4) return DType::kF32;
     if (size == 8) return DType::kF64;
   }
-  invalid(where + ": numpy dtype " + std::string(py::str(dt)) +
+  invalid(where + ": numpy dtype " + std::string(py::str(py::handle(dt))) +
           " has no tide dtype (bool, int8-64, uint8-64, float16/32/64; bf16 through torch)");
 }
 

@@ -22,6 +22,7 @@ namespace tide::python {
 
 // The tide dtype of a numpy dtype; kInvalidArgument naming `where` for any
 // other (complex, object, strings, datetime).
+data::DType dtypeOfNumpy(const pybind11::dtype& dt, const std::string& where);
 data::DType dtypeOfArray(const pybind11::array& a, const std::string& where);
 // The numpy dtype tide's dtype travels as.
 pybind11::dtype numpyDType(data::DType t);

@@ -148,8 +148,7 @@ class must hold the largest batch read.)")
           "empty",
           [](py::object self, std::vector<int64_t> shape, py::object dtype) {
             Node& n = live(self);
-            py::array probe = py::array(py::dtype::from_args(dtype), std::vector<py::ssize_t>{0});
-            data::DType t = dtypeOfArray(probe, "empty()");
+            data::DType t = dtypeOfNumpy(py::dtype::from_args(dtype), "empty()");
             uint64_t elems = check(data::shapeElements(shape));
             uint64_t bytes = std::max<uint64_t>(1, elems * data::dtypeSize(t));
             data::Lease lease;

@@ -1,5 +1,4 @@
 import os
-import sys
 
 import pytest
 
@@ -17,6 +16,4 @@ def source_dir():
 def node():
     import tide
 
-    n = tide.Node(tide.Store.memory(), backend="shm", pool=[(1 << 20, 8), (16 << 20, 2)])
-    yield n
-    sys.stdout.flush()
+    return tide.Node(tide.Store.memory(), backend="shm", pool=[(1 << 20, 8), (16 << 20, 2)])

@@ -72,8 +72,7 @@ def test_bad_columns_raise_invalid_argument(bad, what):
 
 def test_bad_ragged_and_meta():
     with pytest.raises(tide.InvalidArgument, match="offsets must be a 1-D int64"):
-        tide.Ragged(np.zeros(3, np.int32), np.array([0, 3], np.int32)) and tide.Batch.from_dict(
-            {"r": tide.Ragged(np.zeros(3, np.int32), np.array([0, 3], np.int32))})
+        tide.Batch.from_dict({"r": tide.Ragged(np.zeros(3, np.int32), np.array([0, 3], np.int32))})
     with pytest.raises(tide.InvalidArgument):
         # Offsets past the values.
         tide.Batch.from_dict({"r": tide.Ragged(np.zeros(3, np.int32), np.array([0, 9], np.int64))})
