@@ -135,11 +135,7 @@ void runPlanSim(const SimOptions& o) {
 void runSim(const SimOptions& o) {
   if (o.scenario.empty())
     throw StatusError(TIDE_ERROR(Code::kInvalidArgument, "--scenario is required"));
-  sim::Scenario sc = orThrow(loadCheckedScenario(o.scenario));
-  if (!o.strategy.empty()) {
-    sc.strategy.names = {o.strategy};
-    orThrow(checkScenarioStrategies(sc));
-  }
+  sim::Scenario sc = orThrow(loadCheckedScenario(o.scenario, o.strategy));
   nlohmann::json out;
   out["schema"] = "tide.sim.report/1";
   out["scenario"] = sc.name;

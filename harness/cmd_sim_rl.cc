@@ -50,9 +50,7 @@ void addSimRlCommand(CLI::App& sim) {
       ->capture_default_str();
   cmd->add_option("--json", o->json, "write JSON");
   cmd->callback([o] {
-    sim::Scenario sc = orThrow(loadCheckedScenario(o->scenario));
-    sc.strategy.names = {o->strategy};
-    orThrow(checkScenarioStrategies(sc));
+    sim::Scenario sc = orThrow(loadCheckedScenario(o->scenario, o->strategy));
     sim::StrategyResult sync = orThrow(simulateStrategy(sc, o->strategy));
     sim::RlConfig cfg;
     cfg.steps = o->steps;

@@ -40,9 +40,13 @@ Status checkScenarioStrategies(const sim::Scenario& sc) {
   return Status::ok();
 }
 
-Result<sim::Scenario> loadCheckedScenario(const std::string& path) {
+Result<sim::Scenario> loadCheckedScenario(const std::string& path, const std::string& strategy) {
   TIDE_ASSIGN_OR_RETURN(sim::Scenario sc, sim::loadScenario(path));
   if (auto st = checkScenarioStrategies(sc); !st.isOk()) return st.withContext(path);
+  if (!strategy.empty()) {
+    sc.strategy.names = {strategy};
+    TIDE_RETURN_IF_ERROR(checkScenarioStrategies(sc));
+  }
   return sc;
 }
 

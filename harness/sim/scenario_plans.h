@@ -17,8 +17,10 @@ namespace tide::harness {
 
 // Every strategy the scenario names exists and can be simulated.
 [[nodiscard]] Status checkScenarioStrategies(const sim::Scenario& sc);
-// loadScenario, then checkScenarioStrategies.
-[[nodiscard]] Result<sim::Scenario> loadCheckedScenario(const std::string& path);
+// loadScenario, then checkScenarioStrategies; a non-empty `strategy` then
+// narrows the scenario to that one strategy (checked too).
+[[nodiscard]] Result<sim::Scenario> loadCheckedScenario(const std::string& path,
+                                                        const std::string& strategy = "");
 
 // The update a scenario describes for strategy `d`, for the one problem
 // builder (engine/sync/update_problem.h).

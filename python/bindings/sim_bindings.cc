@@ -15,19 +15,6 @@
 namespace tide::python {
 namespace py = pybind11;
 
-namespace {
-
-sim::Scenario scenarioFor(const std::string& path, const std::optional<std::string>& strategy) {
-  sim::Scenario sc = check(harness::loadCheckedScenario(path));
-  if (strategy) {
-    sc.strategy.names = {*strategy};
-    check(harness::checkScenarioStrategies(sc));
-  }
-  return sc;
-}
-
-}  // namespace
-
 void bindSim(py::module_& m) {
   m.def(
       "strategies",
@@ -53,7 +40,7 @@ void bindSim(py::module_& m) {
         sim::Scenario sc;
         {
           py::gil_scoped_release nogil;
-          sc = scenarioFor(path, std::nullopt);
+          sc = check(harness::loadCheckedScenario(path));
         }
         py::dict out;
         out["name"] = sc.name;
@@ -68,7 +55,7 @@ void bindSim(py::module_& m) {
         nlohmann::json j;
         {
           py::gil_scoped_release nogil;
-          sim::Scenario sc = scenarioFor(path, strategy);
+          sim::Scenario sc = check(harness::loadCheckedScenario(path, strategy));
           const auto* d = check(sync::findStrategy(strategy));
           j = check(harness::scenarioPlan(sc, *d)).toJson();
         }
@@ -82,7 +69,7 @@ void bindSim(py::module_& m) {
         nlohmann::json out;
         {
           py::gil_scoped_release nogil;
-          sim::Scenario sc = scenarioFor(path, strategy);
+          sim::Scenario sc = check(harness::loadCheckedScenario(path, strategy.value_or("")));
           out["schema"] = "tide.sim.report/1";
           out["scenario"] = sc.name;
           out["inputs"] = sim::scenarioInputsJson(sc);
@@ -100,7 +87,7 @@ void bindSim(py::module_& m) {
         nlohmann::json out;
         {
           py::gil_scoped_release nogil;
-          sim::Scenario sc = scenarioFor(path, std::nullopt);
+          sim::Scenario sc = check(harness::loadCheckedScenario(path));
           harness::CompareOptions o;
           o.strategies = std::move(strategies);
           o.band = check(harness::parseBandMode(band));
