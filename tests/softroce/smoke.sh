@@ -67,10 +67,22 @@ if [ $ok -ne 1 ] || [ $src -ne 0 ]; then
   echo "--- client"; cat "$work/cli.log"; echo "--- server"; cat "$work/srv.log"
   fail "ib_write_bw $cli -> $srv (client ok=$ok, server rc=$src)"
 fi
+# perftest exits 0 only once every write has completed; its result line must
+# name the size and count asked for. Its bandwidth figure comes from its cycle
+# clock, which a TCG guest can calibrate to nothing (0.00 with every write
+# done), so that figure is reported, not required.
 line=$(grep -A1 '#bytes' "$work/cli.log" | tail -n1)
-bw=$(awk '{print $4}' <<<"$line")
-awk -v b="$bw" 'BEGIN { exit !(b > 0) }' || fail "ib_write_bw reported no bandwidth: $line"
-echo "ib_write_bw $cli -> $srv: 65536 B x 100, average $bw MiB/s"
+read -r bytes iters _ bw _ <<<"$line"
+if [ "${bytes:-}" != 65536 ] || [ "${iters:-}" != 100 ]; then
+  echo "--- client"; cat "$work/cli.log"
+  fail "ib_write_bw result line does not report 65536 B x 100: $line"
+fi
+if awk -v b="$bw" 'BEGIN { exit !(b > 0) }'; then
+  echo "ib_write_bw $cli -> $srv: 65536 B x 100 completed, average $bw MiB/s"
+else
+  mhz=$(awk -F: '/^cpu MHz/ { print $2; exit }' /proc/cpuinfo)
+  echo "ib_write_bw $cli -> $srv: 65536 B x 100 completed; bandwidth not measured (perftest's cycle clock read $bw; cpu MHz in /proc/cpuinfo:${mhz:- none})"
+fi
 
 # RDMA CM: rping resolves the address, connects and moves 10 pings.
 timeout 60 rping -s -a "$srvAddr" -p 18651 -C 10 -S 64 >"$work/rsrv.log" 2>&1 &
