@@ -6,6 +6,31 @@
 
 namespace tide::sync {
 
+namespace {
+
+// Tensors given without split rules are planned whole on every rank.
+Status checkUnsplit(const workloads::TrainLayout& t, const workloads::InferLayout& i,
+                    const StrategyDescriptor& d) {
+  if (d.input != PlanInput::kBoxes) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "strategy '" + std::string(d.name) +
+                          "' plans from a model's architecture; a list of tensors is planned by "
+                          "the strategies planned from boxes (broadcast, p2p, p2p-rr)");
+  }
+  const bool trainWhole =
+      t.tp == 1 && t.pp == 1 && t.cp == 1 && t.ep == 1 && t.etp == 1 && t.fsdp == 1;
+  const bool inferWhole = i.tp == 1 && i.ep == 1 && i.dpAttn == 1;
+  if (!trainWhole || !inferWhole) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "layouts " + t.toString() + " -> " + i.toString() +
+                          ": a list of tensors carries no split rules, so only dp (training) "
+                          "and engines (inference) may exceed 1");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<UpdateProblem>> UpdateProblem::build(UpdateSpec in) {
   if (!in.strategy) return TIDE_ERROR(Code::kInvalidArgument, "update: no strategy");
   auto p = std::make_unique<UpdateProblem>();
@@ -15,9 +40,14 @@ Result<std::unique_ptr<UpdateProblem>> UpdateProblem::build(UpdateSpec in) {
   p->cluster = std::move(in.cluster);
   p->strategyOptions = in.options;
   p->descriptor = in.strategy;
-  TIDE_RETURN_IF_ERROR(workloads::validate(p->train, p->spec));
-  TIDE_RETURN_IF_ERROR(workloads::validate(p->infer, p->spec));
   const StrategyDescriptor& d = *p->descriptor;
+  if (in.tensors) {
+    TIDE_RETURN_IF_ERROR(checkUnsplit(p->train, p->infer, d));
+    p->inventory = std::move(*in.tensors);
+  } else {
+    TIDE_RETURN_IF_ERROR(workloads::validate(p->train, p->spec));
+    TIDE_RETURN_IF_ERROR(workloads::validate(p->infer, p->spec));
+  }
   if (in.placement.colocated && d.input != PlanInput::kBoxes) {
     // A step's send between two ranks of one GPU would take no link in the
     // simulator's step lowering: only moves are lowered onto the device, so
@@ -29,7 +59,7 @@ Result<std::unique_ptr<UpdateProblem>> UpdateProblem::build(UpdateSpec in) {
   }
   TIDE_ASSIGN_OR_RETURN(p->strategy, d.planBuilder());
   if (d.input == PlanInput::kBoxes) {
-    p->inventory = workloads::buildInventory(p->spec);
+    if (!in.tensors) p->inventory = workloads::buildInventory(p->spec);
     TIDE_ASSIGN_OR_RETURN(p->base, plan::basePlan(p->inventory, p->train, p->infer, in.placement));
   } else {
     TIDE_ASSIGN_OR_RETURN(

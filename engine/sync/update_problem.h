@@ -8,6 +8,7 @@
 // (PlanParams::workload).
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/core/status.h"
@@ -30,6 +31,11 @@ struct UpdateSpec {
   plan::Placement placement;
   const StrategyDescriptor* strategy = nullptr;
   StrategyOptions options;
+  // Tensors as the caller has them (tide from Python), instead of the
+  // inventory of `model`'s architecture: nothing says how they split, so
+  // the layouts split none (tp = pp = cp = ep = 1; any dp and engines) and
+  // `model` is only named.
+  std::optional<workloads::ModelInventory> tensors;
 };
 
 // Built once per update; points into itself, so it is not copied or moved.

@@ -6,20 +6,9 @@
 #include <vector>
 
 #include "engine/exec/executor/fp8_blocks.h"
+#include "engine/exec/executor/hash_state.h"
 
 namespace tide::exec {
-
-namespace {
-
-struct HashState {
-  HashState() : s(XXH3_createState()) { XXH3_64bits_reset(s); }
-  ~HashState() { XXH3_freeState(s); }
-  HashState(const HashState&) = delete;
-  HashState& operator=(const HashState&) = delete;
-  XXH3_state_t* s;
-};
-
-}  // namespace
 
 uint64_t shardDigest(const RankLayout& layout, const uint8_t* shard) {
   HashState h;

@@ -10,6 +10,7 @@
 
 #include "engine/core/status.h"
 #include "engine/exec/executor/rank_layout.h"
+#include "engine/exec/executor/shard_source.h"
 #include "workloads/weights.h"
 
 namespace tide::exec {
@@ -48,5 +49,9 @@ class ShardHome {
 // The shards are the registered host buffers themselves.
 std::unique_ptr<ShardHome> makeHostShardHome(const workloads::SyntheticWeights& weights,
                                              const RankLayout& layout, int rank);
+// The shards are the registered host buffers, their contents the caller's
+// (`source` must outlive the home).
+std::unique_ptr<ShardHome> makeSourceShardHome(ShardSource& source, const RankLayout& layout,
+                                               int rank);
 
 }  // namespace tide::exec

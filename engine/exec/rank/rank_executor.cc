@@ -93,9 +93,13 @@ Status RankExecutor::registerSpaces() {
     TIDE_RETURN_IF_ERROR(store_.set(regionKey(rank_, s), spaces_[s].descriptor().serialize()));
   }
   TIDE_RETURN_IF_ERROR(checkSwitch());
-  TIDE_ASSIGN_OR_RETURN(home_, makeShardHome(std::move(memory), weights_, me, rank_,
-                                             spaces_[static_cast<int>(Space::kTrain)].data(),
-                                             spaces_[kInferSpace].data(), options_.staging));
+  if (options_.shardSource) {
+    home_ = makeSourceShardHome(*options_.shardSource, me, rank_);
+  } else {
+    TIDE_ASSIGN_OR_RETURN(home_, makeShardHome(std::move(memory), weights_, me, rank_,
+                                               spaces_[static_cast<int>(Space::kTrain)].data(),
+                                               spaces_[kInferSpace].data(), options_.staging));
+  }
   const uint64_t inferBytes = me.spaceBytes(Space::kInfer);
   if (options_.shadowSwitch && inferBytes > 0) {
     TIDE_ASSIGN_OR_RETURN(inferShadow_, registerTimed(inferBytes));
@@ -176,6 +180,8 @@ Status RankExecutor::loadStart() {
   startPoisoned_ = poison;
   if (options_.resumeShard && inferBytes > 0) {
     std::memcpy(buffer(Space::kInfer), options_.resumeShard, inferBytes);
+  } else if (options_.shardSource && !poison) {
+    TIDE_RETURN_IF_ERROR(options_.shardSource->loadInfer(layouts_[rank_], buffer(Space::kInfer)));
   } else {
     TIDE_RETURN_IF_ERROR(fillInferShard(weights_, layouts_[rank_], options_.startVersion, poison,
                                         buffer(Space::kInfer)));

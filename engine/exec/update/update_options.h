@@ -13,6 +13,7 @@
 #include "engine/exec/executor/device_shards.h"
 #include "engine/exec/executor/exec_hooks.h"
 #include "engine/exec/executor/exec_report.h"
+#include "engine/exec/executor/shard_source.h"
 #include "engine/exec/weight_store/store_path.h"
 
 namespace tide::exec {
@@ -61,6 +62,9 @@ struct ExecOptions {
   // are the host buffers themselves.
   ShardMemoryFactory shardMemory;
   gpu::StagingOptions staging;  // with shardMemory: per tensor or bucketed
+  // The shards' contents from the caller instead of the generator
+  // (shard_source.h; full updates in host memory). Must outlive the run.
+  ShardSource* shardSource = nullptr;
 };
 
 struct RankStep {

@@ -40,6 +40,11 @@ Status checkUpdateOptions(const ExecOptions& o) {
                       "device memory: shards on the device take full updates in place (p2p, "
                       "broadcast), not deltas, the store or a shadow switch");
   }
+  if (o.shardSource && (o.mode != UpdateMode::kFull || o.shardMemory)) {
+    return TIDE_ERROR(Code::kInvalidArgument,
+                      "caller's shards: they take full updates (p2p, broadcast) in host memory; "
+                      "deltas and the store are computed from the generator");
+  }
   return Status::ok();
 }
 
