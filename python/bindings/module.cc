@@ -18,4 +18,5 @@ PYBIND11_MODULE(_tide, m) {
   tide::python::bindData(m);
   tide::python::bindBus(m);
   tide::python::bindSim(m);
+  tide::python::bindWeights(m);
 }

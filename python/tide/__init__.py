@@ -4,6 +4,7 @@ weight-sync planner and simulator of the tide testbed.
     import tide
     store = tide.Store.memory()                 # or Store.host() / Store.connect()
     node = tide.Node(store, backend="shm")      # one rank of the data plane
+    sync = tide.weight_sync(store, model, rank=0, engines=2)   # trainer -> 2 engines
     batch = tide.Batch.from_dict({"reward": rewards, "tokens": tide.Ragged(vals, offs)})
 
 Arrays go into a batch and come out of one without a copy (docs/python.md
@@ -24,6 +25,7 @@ from ._tide import (  # noqa: F401
     Store,
     Timeout,
     Unavailable,
+    WeightSync,
     backends,
     compare,
     plan,
@@ -37,7 +39,7 @@ __all__ = [
     "Batch", "BusConfig", "DataLoss", "Error", "InvalidArgument", "Node", "Ragged",
     "RolloutConsumer", "RolloutProducer", "Store", "Timeout", "Unavailable", "backends",
     "compare", "plan", "scenario", "simulate", "strategies", "why_cannot_run",
-    "from_torch", "to_torch",
+    "WeightSync", "from_torch", "to_torch", "weight_sync",
 ]
 
 
@@ -90,3 +92,24 @@ def to_torch(batch):
                     t = t.view(torch.bfloat16)
                 out[name] = t
     return out
+
+
+def weight_sync(store, tensors, *, rank, engines, **options):
+    """A WeightSync over torch CPU tensors, a torch module's parameters and
+    buffers (module.state_dict(keep_vars=True)), or numpy arrays, without a
+    copy: the sync reads and writes the tensors' own memory. bf16 tensors
+    travel as their 16-bit pattern. Options as WeightSync's."""
+    if hasattr(tensors, "state_dict"):
+        tensors = tensors.state_dict(keep_vars=True)
+    arrays, bf16 = {}, []
+    for name, t in tensors.items():
+        if hasattr(t, "detach"):  # a torch tensor (or parameter)
+            if not t.is_contiguous():
+                raise InvalidArgument(
+                    "invalid argument: weight '%s' is not contiguous (call .contiguous())" % name)
+            arrays[name], dt = _torch_column(t)
+            if dt == "bf16":
+                bf16.append(name)
+        else:
+            arrays[name] = t
+    return WeightSync(store, arrays, rank=rank, engines=engines, bf16=bf16, **options)
