@@ -26,10 +26,12 @@ unit: build
 test: build
 	@bash scripts/run-tests.sh $(BUILD)
 
-# Only what the reproduction runs (the CLI and the codec benchmark), not the
-# tests and fuzzers: on 2 cores that halves the first build.
+# Only what the reproduction runs (the CLI, the codec benchmark and, where
+# pybind11 is there, the Python module), not the tests and fuzzers: on 2
+# cores that halves the first build.
 reproduce: configure
-	@cmake --build $(BUILD) -j $(JOBS) --target tide tide_bench_delta
+	@cmake --build $(BUILD) -j $(JOBS) --target tide tide_bench_delta \
+	  $$([ -d $(BUILD)/python/CMakeFiles/tide_python.dir ] && echo tide_python)
 	@bash scripts/reproduce.sh $(BUILD)
 
 format:

@@ -498,7 +498,7 @@ def run(args):
         rows.append({"step": step, "samples": int(len(reward)), "bytes": int(moved),
                      # async: the trainer's wait and read are one call
                      "rollout_wait_s": (t1 - t0) if args.mode == "sync" else t2 - t1,
-                     "transfer_s": (sent + t2 - t1) if args.mode == "sync" else float("nan"),
+                     "transfer_s": (sent + t2 - t1) if args.mode == "sync" else None,
                      "receive_s": t2 - t1, "train_s": t4 - t3, "push_s": push(),
                      "staleness": stale, "reward": mean_reward})
     wall = time.perf_counter() - t_start
@@ -534,8 +534,9 @@ def join_offsets(parts):
 def summarize(args, rows, wall, setup):
     steady = rows[1:] if len(rows) > 1 else rows  # the first step pays the set-up
 
-    def med(k):
-        return float(np.median([r[k] for r in steady]))
+    def med(k):  # None where the mode has no such figure (JSON null)
+        v = [r[k] for r in steady if r[k] is not None]
+        return float(np.median(v)) if v else None
 
     return {"transport": args.transport, "layout": args.layout, "mode": args.mode,
             "backend": args.backend, "workers": args.workers, "steps": args.steps,
@@ -622,7 +623,7 @@ def main(argv=None):
           "loop's own digest)")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+            json.dump(out, f, indent=1, allow_nan=False)
     return 0
 
 

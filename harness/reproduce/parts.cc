@@ -8,9 +8,9 @@
 
 #include "harness/reproduce/compare_section.h"
 #include "harness/reproduce/crossval_section.h"
-#include "harness/reproduce/validation_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
+#include "harness/reproduce/validation_section.h"
 #include "harness/workload_options.h"
 
 namespace tide::harness::reproduce {
@@ -195,6 +195,19 @@ std::vector<Part> reproductionSet(const SetOptions& o) {
        600,
        "",
        {{"result", d + "rollout.json"}},
+       {}});
+  // The Python package in a real RL loop (docs/python.md): it runs where the
+  // module was built (pybind11-dev) and torch is installed.
+  const bool pythonBuilt = isFile(buildDir + "/python/tide/__init__.py");
+  parts.push_back(
+      {"rl_loop",
+       "RL loop from Python: tide's data plane and weight sync vs pickle-5 over shared memory",
+       {o.source + "/scripts/rl-loop.sh", buildDir, "--steps", q ? "3" : "6", "--json",
+        d + "rl_loop.json"},
+       q ? 40.0 : 70.0,
+       600,
+       pythonBuilt ? "" : "the Python module is not built (pybind11-dev; docs/python.md)",
+       {{"result", d + "rl_loop.json"}},
        {}});
   for (const char* b : {"tcp", "shm"}) {
     std::string n = std::string("transport_") + b;

@@ -14,9 +14,9 @@
 
 #include "harness/reproduce/compare_section.h"
 #include "harness/reproduce/crossval_section.h"
-#include "harness/reproduce/validation_section.h"
 #include "harness/reproduce/headline.h"
 #include "harness/reproduce/part.h"
+#include "harness/reproduce/validation_section.h"
 #include "traces/results_file.h"
 
 namespace tide::harness::reproduce {
@@ -192,6 +192,32 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
         if (name == "raw") continue;
         f.push_back({"Rollout data plane (one batch, producers -> trainer)", name + " path", "GB/s",
                      p.value("gbps_median", 0.0), raw > 0 ? "raw bytes" : "", raw, "rollout"});
+      }
+    }
+  }
+  {
+    // examples/rl_loop.py --compare: tide's rows beside the baseline's.
+    nlohmann::json j = partDocument(in, "rl_loop");
+    if (j.is_object() && j.contains("results") && j["results"].is_array()) {
+      const char* group =
+          "RL loop from Python (examples/rl_loop.py; reference: pickle-5 + shared memory)";
+      for (const auto& t : j["results"]) {
+        if (t.value("transport", "") != "tide") continue;
+        for (const auto& b : j["results"]) {
+          if (b.value("transport", "") != "baseline" ||
+              b.value("mode", "") != t.value("mode", "") ||
+              b.value("layout", "") != t.value("layout", ""))
+            continue;
+          const bool sync = t.value("mode", "") == "sync";
+          char mb[32];
+          std::snprintf(mb, sizeof mb, ", %.0f MB/step: ", t.value("rollout_mb_per_step", 0.0));
+          const std::string what = t.value("mode", "") + " " + t.value("layout", "") + mb;
+          const char* key = sync ? "transfer_s" : "receive_s";
+          f.push_back({group, what + (sync ? "rollout handoff" : "rollout receive"), "s",
+                       t.value(key, 0.0), "baseline", b.value(key, 0.0), "rl_loop"});
+          f.push_back({group, what + "samples/s", "1/s", t.value("samples_per_s", 0.0), "baseline",
+                       b.value("samples_per_s", 0.0), "rl_loop"});
+        }
       }
     }
   }
