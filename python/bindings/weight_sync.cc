@@ -58,6 +58,30 @@ std::string firstDifference(const std::string& mine, const std::string& theirs) 
   return "none";
 }
 
+// Same tensors on every rank, or one clear error on the trainer and the
+// engine before anything connects: each engine says what it found.
+Status agreeOnTensors(Store& store, const std::string& sig, const WeightSyncOptions& o) {
+  if (o.rank == 0) {
+    TIDE_RETURN_IF_ERROR(store.set("signature", sig));
+    for (int r = 1; r <= o.engines; ++r) {
+      TIDE_ASSIGN_OR_RETURN(std::string v,
+                            store.get("verdict/" + std::to_string(r), o.timeoutSeconds));
+      if (v != "ok") return TIDE_ERROR(Code::kInvalidArgument, v);
+    }
+    return Status::ok();
+  }
+  TIDE_ASSIGN_OR_RETURN(std::string theirs, store.get("signature", o.timeoutSeconds));
+  const std::string verdict =
+      theirs == sig ? std::string("ok")
+                    : "rank " + std::to_string(o.rank) +
+                          "'s tensors are not the trainer's (names, dtypes and shapes, in "
+                          "order): first difference " +
+                          firstDifference(sig, theirs);
+  TIDE_RETURN_IF_ERROR(store.set("verdict/" + std::to_string(o.rank), verdict));
+  if (verdict != "ok") return TIDE_ERROR(Code::kInvalidArgument, verdict);
+  return Status::ok();
+}
+
 }  // namespace
 
 std::unique_ptr<WeightSync> WeightSync::create(py::object store, py::dict tensors,
@@ -121,26 +145,7 @@ std::unique_ptr<WeightSync> WeightSync::create(py::object store, py::dict tensor
     const std::string prefix = "weight-sync/" + o.name + "/";
     w->transportStore_ = std::make_unique<PrefixStore>(*ps.store, prefix + "transport/");
     w->execStore_ = std::make_unique<PrefixStore>(*ps.store, prefix + "exec/");
-    // Same tensors on every rank, or one clear error on the trainer and the
-    // engine before anything connects: each engine says what it found.
-    if (o.rank == 0) {
-      check(w->execStore_->set("signature", sig));
-      for (int r = 1; r <= o.engines; ++r) {
-        const std::string v =
-            check(w->execStore_->get("verdict/" + std::to_string(r), o.timeoutSeconds));
-        if (v != "ok") check(TIDE_ERROR(Code::kInvalidArgument, v));
-      }
-    } else {
-      const std::string theirs = check(w->execStore_->get("signature", o.timeoutSeconds));
-      const std::string verdict =
-          theirs == sig ? std::string("ok")
-                        : "rank " + std::to_string(o.rank) +
-                              "'s tensors are not the trainer's (names, dtypes and shapes, in "
-                              "order): first difference " +
-                              firstDifference(sig, theirs);
-      check(w->execStore_->set("verdict/" + std::to_string(o.rank), verdict));
-      if (verdict != "ok") check(TIDE_ERROR(Code::kInvalidArgument, verdict));
-    }
+    check(agreeOnTensors(*w->execStore_, sig, o));
     transport::TransportConfig c;
     c.backend = o.backend;
     c.rank = o.rank;

@@ -135,20 +135,21 @@ Status TensorShards::publishDigests(int version) const {
   return Status::ok();
 }
 
-Status TensorShards::fillTrain(const RankLayout& layout, int version, uint8_t* base) {
-  for (const auto& p : layout.placed(Space::kTrain)) {
+void TensorShards::copyIn(const RankLayout& layout, Space s, uint8_t* base) const {
+  for (const auto& p : layout.placed(s)) {
     const uint8_t* src = tensors_[p.tensor].data();
     for (const Run& r : runsOf(p)) std::memcpy(base + r.dstOffset, src + r.srcOffset, r.bytes);
   }
+}
+
+Status TensorShards::fillTrain(const RankLayout& layout, int version, uint8_t* base) {
+  copyIn(layout, Space::kTrain, base);
   // Hashed from the tensors themselves, after the shard was taken from them.
   return publishes_ ? publishDigests(version) : Status::ok();
 }
 
 Status TensorShards::loadInfer(const RankLayout& layout, uint8_t* base) {
-  for (const auto& p : layout.placed(Space::kInfer)) {
-    const uint8_t* src = tensors_[p.tensor].data();
-    for (const Run& r : runsOf(p)) std::memcpy(base + r.dstOffset, src + r.srcOffset, r.bytes);
-  }
+  copyIn(layout, Space::kInfer, base);
   return Status::ok();
 }
 

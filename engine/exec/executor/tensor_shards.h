@@ -38,14 +38,14 @@ class TensorShards final : public ShardSource {
   // Copies a verified inference shard at `base` back into the tensors (the
   // rank's boxes of them).
   Status unload(const RankLayout& layout, const uint8_t* base);
-  // The first training rank: the one that publishes the digests.
-  bool publishes() const { return publishes_; }
 
  private:
   TensorShards(const plan::TransferPlan& plan, const std::vector<RankLayout>& layouts, int rank,
                std::vector<std::span<uint8_t>> tensors, Store& store, double timeoutSeconds);
   // The runs between tensor `p.tensor`, whole, and the block placed as `p`.
   std::vector<Run> runsOf(const Placed& p) const;
+  // The rank's blocks of space `s` out of the whole tensors, into `base`.
+  void copyIn(const RankLayout& layout, plan::Space s, uint8_t* base) const;
   uint64_t digestOf(const Placed& p) const;
   Status publishDigests(int version) const;
 
@@ -55,7 +55,7 @@ class TensorShards final : public ShardSource {
   std::vector<std::span<uint8_t>> tensors_;
   Store& store_;
   double timeoutSeconds_;
-  bool publishes_ = false;
+  bool publishes_ = false;  // the first training rank publishes the digests
 };
 
 }  // namespace tide::exec
