@@ -11,6 +11,8 @@ import pytest
 
 import tide
 
+from conftest import on_threads
+
 
 def rollout(rows, seed):
     rng = np.random.default_rng(seed)
@@ -22,17 +24,8 @@ def rollout(rows, seed):
 
 def pair(backend, pool=((1 << 20, 8), (16 << 20, 2)), **kw):
     store = tide.Store.memory()
-    nodes = [None, None]
-
-    def make(r):
-        nodes[r] = tide.Node(store, backend=backend, rank=r, world_size=2, pool=list(pool), **kw)
-
-    ts = [threading.Thread(target=make, args=(r,)) for r in (0, 1)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return nodes
+    return on_threads(lambda r: tide.Node(store, backend=backend, rank=r, world_size=2,
+                                          pool=list(pool), **kw), 2)
 
 
 @pytest.mark.parametrize("backend", ["shm", "tcp"])

@@ -4,12 +4,13 @@ processes; the failures a user meets: tensors that differ between ranks, bad
 dtypes and layouts, non-contiguous tensors, an engine that dies."""
 
 import multiprocessing as mp
-import threading
 
 import numpy as np
 import pytest
 
 import tide
+
+from conftest import on_threads
 
 
 def tensors(seed, zero=False):
@@ -25,35 +26,19 @@ def tensors(seed, zero=False):
 
 
 def on_ranks(store, arrays, engines, **kw):
-    """A WeightSync per rank, created at once (threads): returns them."""
-    syncs, errors = [None] * (engines + 1), [None] * (engines + 1)
-
+    """A WeightSync per rank, created at once: (syncs, errors) by rank."""
     def make(r):
         try:
-            syncs[r] = tide.WeightSync(store, arrays[r], rank=r, engines=engines, timeout=20, **kw)
-        except tide.Error as e:  # noqa: PERF203
-            errors[r] = e
+            return tide.WeightSync(store, arrays[r], rank=r, engines=engines, timeout=20, **kw), None
+        except tide.Error as e:
+            return None, e
 
-    ts = [threading.Thread(target=make, args=(r,)) for r in range(engines + 1)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return syncs, errors
+    made = on_threads(make, engines + 1)
+    return [m[0] for m in made], [m[1] for m in made]
 
 
 def update_all(syncs):
-    out = [None] * len(syncs)
-
-    def run(r):
-        out[r] = syncs[r].update()
-
-    ts = [threading.Thread(target=run, args=(r,)) for r in range(len(syncs))]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    return out
+    return on_threads(lambda r: syncs[r].update(), len(syncs))
 
 
 @pytest.mark.parametrize("strategy", ["p2p", "broadcast"])
@@ -88,18 +73,13 @@ def test_torch_module_and_bf16_tensors():
             p.zero_()
     extra = [torch.randn(5, 3).to(torch.bfloat16), torch.zeros(5, 3, dtype=torch.bfloat16)]
     store = tide.Store.memory()
-    syncs = [None, None]
 
     def make_sync(r):
         ts = dict((trainer if r == 0 else engine).state_dict(keep_vars=True))
         ts["extra"] = extra[r]
-        syncs[r] = tide.weight_sync(store, ts, rank=r, engines=1, timeout=20)
+        return tide.weight_sync(store, ts, rank=r, engines=1, timeout=20)
 
-    ts = [threading.Thread(target=make_sync, args=(r,)) for r in (0, 1)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
+    syncs = on_threads(make_sync, 2)
     with torch.no_grad():
         for p in trainer.parameters():
             p.add_(1.0)
