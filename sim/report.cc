@@ -17,8 +17,6 @@ double appliedSeconds(const Scenario& sc, std::string_view key) {
   return calibrationSeconds(sc.calib, key);
 }
 
-nlohmann::json profileJson(const Scenario& sc);
-
 }  // namespace
 
 void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
@@ -41,6 +39,15 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   }
   std::printf("  spans: prepare %.3f s, transfer %.3f s, finalize %.3f s\n", r.prepareSeconds,
               r.transferSeconds, r.finalizeSeconds);
+  if (!r.profileName.empty()) {
+    const std::string why =
+        r.profileChosenBy == "scenario"
+            ? "the scenario's [strategy] profile" +
+                  (r.profileOwn.empty() ? std::string() : "; the strategy's own is " + r.profileOwn)
+        : r.profileChosenBy == "strategy" ? "the strategy's own"
+                                          : "the default: the strategy names none";
+    std::printf("  priced by profile %s (%s)\n", r.profileName.c_str(), why.c_str());
+  }
   for (const auto& p : sc.published) {
     if (p.strategy != r.strategy) continue;
     std::printf("  %s %.3f s, error %+.1f %%\n", p.name().c_str(), p.seconds,
@@ -77,8 +84,14 @@ void printScenarioInputs(const Scenario& sc) {
   std::string overridden;
   for (const auto& c : sc.profile.constants)
     if (appliedSeconds(sc, c.key) != c.seconds) overridden += " " + c.key;
-  std::printf("profile   %s (%s)%s\n", sc.profile.name.c_str(), sc.profile.stack.c_str(),
-              overridden.empty() ? "" : (", scenario sets" + overridden).c_str());
+  const std::string sets = overridden.empty() ? "" : ", scenario sets" + overridden;
+  if (sc.profileGiven) {
+    std::printf("profile   %s (%s) for every strategy, set by the scenario%s\n",
+                sc.profile.name.c_str(), sc.profile.stack.c_str(), sets.c_str());
+  } else {
+    std::printf("profile   each strategy's own (named with its result); %s where it names none%s\n",
+                sc.profile.name.c_str(), sets.c_str());
+  }
 }
 
 nlohmann::json scenarioInputsJson(const Scenario& sc) {
@@ -115,12 +128,14 @@ nlohmann::json scenarioInputsJson(const Scenario& sc) {
             {"page_bytes", p.options.pageBytes},
             {"chunk_bytes", p.options.chunkBytes},
             {"channels", p.options.channels}}},
-          {"profile", profileJson(sc)}};
+          // A strategy's own profile prices it unless the scenario names one:
+          // each result records the profile that priced it.
+          {"profile", sc.profileGiven ? profileJson(sc)
+                                      : nlohmann::json{{"name", nullptr},
+                                                       {"default", sc.profile.name},
+                                                       {"per_strategy", true}}}};
 }
 
-namespace {
-
-// The profile's constants as applied: a scenario's override is marked.
 nlohmann::json profileJson(const Scenario& sc) {
   nlohmann::json constants = nlohmann::json::array();
   for (const auto& c : sc.profile.constants) {
@@ -143,7 +158,15 @@ nlohmann::json profileJson(const Scenario& sc) {
           {"constants", constants}};
 }
 
-}  // namespace
+void recordProfile(const Scenario& priced, std::string chosenBy, std::string own,
+                   StrategyResult& r) {
+  r.profileName = priced.profile.name;
+  r.profileChosenBy = std::move(chosenBy);
+  r.profileOwn = std::move(own);
+  r.profileConstants.clear();
+  for (const auto& c : priced.profile.constants)
+    r.profileConstants.emplace_back(c.key, appliedSeconds(priced, c.key));
+}
 
 Status writeJsonFile(const std::string& path, const nlohmann::json& j) {
   std::ofstream out(path);

@@ -17,6 +17,12 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc);
 // says what it simulated: printed once, and as a JSON object.
 void printScenarioInputs(const Scenario& sc);
 nlohmann::json scenarioInputsJson(const Scenario& sc);
+// The scenario's cost profile, constant by constant as applied (a
+// scenario's override marked "scenario").
+nlohmann::json profileJson(const Scenario& sc);
+// Records in `r` the profile of `priced` and who chose it (StrategyResult).
+void recordProfile(const Scenario& priced, std::string chosenBy, std::string own,
+                   StrategyResult& r);
 [[nodiscard]] Status writeJsonFile(const std::string& path, const nlohmann::json& j);
 
 }  // namespace tide::sim

@@ -120,6 +120,12 @@ nlohmann::json StrategyResult::toJson() const {
   j["events_per_second"] = eventsPerSecond;
   j["plan_cpu_seconds"] = planCpuSeconds;
   j["peak_rss_bytes"] = peakRssBytes;
+  if (!profileName.empty()) {
+    nlohmann::json c = nlohmann::json::object();
+    for (const auto& [key, secs] : profileConstants) c[key + "_seconds"] = secs;
+    j["profile"] = {{"name", profileName}, {"chosen_by", profileChosenBy}, {"constants", c}};
+    if (!profileOwn.empty()) j["profile"]["own"] = profileOwn;
+  }
   return j;
 }
 

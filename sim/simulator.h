@@ -61,6 +61,13 @@ struct StrategyResult {
   double peakRssBytes = 0;
   std::vector<SimEvent> events;
   std::vector<std::string> stageNames;
+  // The cost profile that priced the update and who chose it: "scenario"
+  // ([strategy] profile), "strategy" (the strategy's own) or "default";
+  // `profileOwn`: the strategy's own where the scenario's replaced it; its
+  // constants as applied (key, seconds). Set by the caller that chose it
+  // (empty name: not recorded).
+  std::string profileName, profileChosenBy, profileOwn;
+  std::vector<std::pair<std::string, double>> profileConstants;
 
   nlohmann::json toJson() const;
 };

@@ -2,6 +2,7 @@
 
 #include "engine/core/process_usage.h"
 #include "engine/sync/update_problem.h"
+#include "sim/report.h"
 
 namespace tide::harness {
 
@@ -97,6 +98,12 @@ Result<sim::StrategyResult> simulateStrategy(const sim::Scenario& sc, std::strin
   const double planCpu = processCpuSeconds() - cpu0;
   TIDE_ASSIGN_OR_RETURN(sim::Scenario priced, pricedScenario(sc, *d));
   TIDE_ASSIGN_OR_RETURN(sim::StrategyResult r, sim::simulateScenario(priced, p, progress));
+  const bool replaced = sc.profileGiven && !d->profile.empty() && d->profile != priced.profile.name;
+  sim::recordProfile(priced,
+                     sc.profileGiven      ? "scenario"
+                     : d->profile.empty() ? "default"
+                                          : "strategy",
+                     replaced ? std::string(d->profile) : std::string(), r);
   r.planCpuSeconds = planCpu;
   r.peakRssBytes = peakRssBytes();
   return r;

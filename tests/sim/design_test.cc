@@ -13,6 +13,8 @@
 
 #include "engine/sync/strategy_registry.h"
 #include "harness/sim/compare.h"
+#include "harness/sim/scenario_plans.h"
+#include "sim/report.h"
 #include "tests/sim/small_scenario.h"
 #include "workloads/layout.h"
 #include "workloads/model.h"
@@ -284,6 +286,31 @@ TEST(DesignTest, EachStrategyIsPricedByItsOwnProfileUnlessTheScenarioNamesOne) {
   ASSERT_TRUE(priced.isOk());
   EXPECT_EQ(priced->profile.name, "miles");
   EXPECT_DOUBLE_EQ(priced->calib.hostOpSeconds, 10e-6);
+}
+
+TEST(DesignTest, EachResultNamesTheProfileThatPricedIt) {
+  // Not the scenario's default (miles) where the strategy's own priced it,
+  // and not silently where the scenario's replaced the strategy's own.
+  Scenario own = load(scenarioText("engines=4,tp=4,ep=4", 2, ""));
+  auto r = harness::simulateStrategy(own, "p2p");
+  ASSERT_TRUE(r.isOk()) << r.status().toString();
+  EXPECT_EQ(r->profileName, "tide");
+  EXPECT_EQ(r->profileChosenBy, "strategy");
+  EXPECT_TRUE(r->profileOwn.empty());
+  const nlohmann::json j = r->toJson();
+  EXPECT_EQ(j["profile"]["name"], "tide");
+  EXPECT_EQ(j["profile"]["constants"]["host_op_seconds"], 0.0) << j["profile"].dump();
+  EXPECT_TRUE(sim::scenarioInputsJson(own)["profile"]["name"].is_null())
+      << "inputs name no profile where each strategy has its own";
+
+  Scenario given = load(scenarioText("engines=4,tp=4,ep=4", 2, "profile = \"miles\"\n"));
+  auto g = harness::simulateStrategy(given, "p2p");
+  ASSERT_TRUE(g.isOk()) << g.status().toString();
+  EXPECT_EQ(g->profileName, "miles");
+  EXPECT_EQ(g->profileChosenBy, "scenario");
+  EXPECT_EQ(g->profileOwn, "tide");
+  EXPECT_DOUBLE_EQ(g->toJson()["profile"]["constants"]["host_op_seconds"].get<double>(), 10e-6);
+  EXPECT_EQ(sim::scenarioInputsJson(given)["profile"]["name"], "miles");
 }
 
 TEST(DesignTest, CompareRanksByTimeWithABandAroundEachPrediction) {
