@@ -5,6 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "engine/sync/strategy_registry.h"
+#include "harness/sim/scenario_plans.h"
 #include "tests/sim/small_scenario.h"
 
 namespace tide::sim {
@@ -175,6 +181,30 @@ TEST(Scenario, RejectsBadInput) {
   std::string t = scenarioText("engines=2,tp=8,ep=8", 2);
   t.replace(t.find("nic = "), std::string("nic = \"47.5GB/s\"").size(), "");
   EXPECT_FALSE(parseScenario(t, "t").isOk());
+}
+
+// What the scenario fuzzer's seeds parse to must plan (the model of the
+// published p2p runs, by steps) on its nodes, or say why not: the fuzzer
+// itself links the reader alone (tests/sim/fuzz/CMakeLists.txt).
+TEST(Scenario, TheFuzzersSeedsThatParsePlanOrSayWhy) {
+  const std::filesystem::path seeds =
+      std::filesystem::path(TIDE_SOURCE_DIR) / "tests/sim/fuzz/seeds/fuzz_scenario";
+  auto d = sync::findStrategy("miles-p2p");
+  ASSERT_TRUE(d.isOk());
+  int parsed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(seeds)) {
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    auto sc = parseScenario(text.str(), e.path().string());
+    if (!sc.isOk()) continue;
+    ++parsed;
+    auto p = harness::scenarioPlan(*sc, **d);
+    if (!p.isOk()) {
+      EXPECT_FALSE(p.status().toString().empty()) << e.path();
+    }
+  }
+  EXPECT_GE(parsed, 2) << "the seeds hold scenarios that parse";
 }
 
 }  // namespace
