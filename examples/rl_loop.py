@@ -9,7 +9,8 @@ recomputes the responses' log-probabilities under its own policy, takes an
 Adam step, and pushes the new weights to every worker before they generate
 again (sync), or while they keep generating one version behind (async).
 
-Two transports for the same loop, side by side (--compare):
+Two transports for the same loop, side by side (--compare; it also pushes a
+model of real size both ways, examples/weight_push.py):
   tide      rollouts as typed-ragged batches written into the workers'
             registered pools and read once by the trainer (tide.Node and
             the rollout bus); weights by tide.WeightSync (p2p writes into the
@@ -33,11 +34,13 @@ import argparse
 import hashlib
 import json
 import multiprocessing as mp
-import pickle
 import sys
 import time
 
 import numpy as np
+
+import weight_push
+from object_store import get_object, put_object, unlink_object
 
 VOCAB, DIM, MAX_RESPONSE = 64, 32, 32
 
@@ -231,55 +234,6 @@ class TideSide:
 
 
 # --------------------------------------------- transport: the baseline
-
-# Every process of the run shares the parent's resource tracker: a segment
-# is registered once, by its creator, and unregistered once, by the unlink of
-# its last reader.
-
-def put_object(obj):
-    """pickle-5 with out-of-band buffers into one fresh shared-memory
-    segment (an object-store put): returns the reference a reader needs."""
-    from multiprocessing import shared_memory
-
-    bufs = []
-    head = pickle.dumps(obj, protocol=5, buffer_callback=bufs.append)
-    raws = [b.raw() for b in bufs]
-    shm = shared_memory.SharedMemory(create=True,
-                                     size=max(1, len(head) + sum(r.nbytes for r in raws)))
-    shm.buf[:len(head)] = head
-    at, spans = len(head), []
-    for r in raws:
-        shm.buf[at:at + r.nbytes] = r
-        spans.append((at, r.nbytes))
-        at += r.nbytes
-    shm.close()
-    return shm.name, len(head), spans
-
-
-def get_object(ref, use, unlink=True):
-    """The object read back with its buffers in place (an object-store get);
-    `use(obj)` must copy what it keeps before the segment goes."""
-    from multiprocessing import shared_memory
-
-    name, head, spans = ref
-    shm = shared_memory.SharedMemory(name=name)
-    buf = shm.buf
-    obj = pickle.loads(buf[:head], buffers=[buf[a:a + n] for a, n in spans])
-    out = use(obj)
-    del obj
-    shm.close()
-    if unlink:
-        shm.unlink()
-    return out
-
-
-def unlink_object(ref):
-    from multiprocessing import shared_memory
-
-    shm = shared_memory.SharedMemory(name=ref[0])
-    shm.close()
-    shm.unlink()
-
 
 def per_sample(cols):
     """The rollout as the frameworks keep it: a dict per sample."""
@@ -587,6 +541,7 @@ def main(argv=None):
     ap.add_argument("--max-staleness", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=120.0)
     ap.add_argument("--json", help="write the figures here")
+    weight_push.add_arguments(ap)
     args = ap.parse_args(argv)
     if args.workers < 1 or args.steps < 1 or args.samples < args.workers:
         ap.error("--workers and --steps >= 1, --samples >= --workers")
@@ -619,6 +574,8 @@ def main(argv=None):
                       "%.2fx, samples/s %.2fx" % (mode, layout, "handoff" if mode == "sync"
                                                   else "receive", ratio[key], ratio["push"],
                                                   ratio["samples_per_s"]))
+        # The loop's policy is small: the push of a model of real size, apart.
+        out["weight_push"] = weight_push.compare(args)
     print("weights: every push checked bit-exact on every worker (tide's verification and the "
           "loop's own digest)")
     if args.json:

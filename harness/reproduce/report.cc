@@ -219,6 +219,17 @@ std::vector<Figure> collectFigures(const ReportInput& in) {
                        b.value("samples_per_s", 0.0), "rl_loop"});
         }
       }
+      const nlohmann::json* push = j.contains("weight_push") ? &j["weight_push"] : nullptr;
+      if (push && push->contains("rows") && (*push)["rows"].size() == 2) {
+        const auto& t = (*push)["rows"][0];
+        const auto& b = (*push)["rows"][1];
+        char what[96];
+        std::snprintf(what, sizeof what, "weight push, %.0f MB %s to %d workers",
+                      t.value("bytes", 0.0) / 1e6, t.value("dtype", "?").c_str(),
+                      t.value("workers", 0));
+        f.push_back({group, what, "s", t.value("push_s", 0.0), "baseline", b.value("push_s", 0.0),
+                     "rl_loop"});
+      }
     }
   }
   for (const char* b : {"tcp", "shm", "rdma"}) {

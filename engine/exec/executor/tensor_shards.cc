@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "engine/exec/executor/hash_state.h"
@@ -124,12 +125,18 @@ uint64_t TensorShards::digestOf(const Placed& p) const {
 }
 
 Status TensorShards::publishDigests(int version) const {
+  // Engines that hold the same box of a tensor (replicas) share its digest.
+  std::map<std::pair<uint32_t, std::string>, uint64_t> seen;
   for (size_t r = 0; r < plan_.ranks.size(); ++r) {
     const auto& blocks = layouts_[r].placed(Space::kInfer);
     if (blocks.empty()) continue;
     std::vector<uint64_t> d;
     d.reserve(blocks.size());
-    for (const auto& p : blocks) d.push_back(digestOf(p));
+    for (const auto& p : blocks) {
+      auto [it, fresh] = seen.try_emplace({p.tensor, p.box.toString()}, 0);
+      if (fresh) it->second = digestOf(p);
+      d.push_back(it->second);
+    }
     TIDE_RETURN_IF_ERROR(store_.set(digestKey(version, static_cast<int>(r)), encode(d)));
   }
   return Status::ok();
