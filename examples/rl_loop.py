@@ -176,7 +176,8 @@ class TideSide:
         else:
             self.bus = tide.RolloutProducer(self.node, self.bus_cfg, rank - 1)
         self.weights = tide.weight_sync(store, policy, rank=rank, engines=world - 1,
-                                        backend=args.backend, timeout=args.timeout)
+                                        backend=args.backend, timeout=args.timeout,
+                                        connect_timeout=args.timeout)
         self.alloc = self.node.empty
 
     def send(self, step, version, cols):

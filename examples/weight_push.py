@@ -64,7 +64,8 @@ def _worker(rank, port, args, queues):
     store = tide.Store.connect("127.0.0.1", port, token="wp", timeout=args.timeout)
     model = make_model(args.push_mb, args.push_dtype)
     sync = (tide.weight_sync(store, model, rank=rank, engines=args.workers, backend=args.backend,
-                             timeout=args.timeout) if args.transport == "tide" else None)
+                             timeout=args.timeout, connect_timeout=args.timeout)
+            if args.transport == "tide" else None)
     for rep in range(args.push_reps):
         if sync is not None:
             sync.update()
@@ -102,7 +103,8 @@ def run(args):
     model = make_model(args.push_mb, args.push_dtype)
     nbytes = sum(v.numel() * v.element_size() for v in model.state_dict().values())
     sync = (tide.weight_sync(store, model, rank=0, engines=args.workers, backend=args.backend,
-                             timeout=args.timeout) if args.transport == "tide" else None)
+                             timeout=args.timeout, connect_timeout=args.timeout)
+            if args.transport == "tide" else None)
     seconds = []
     for rep in range(args.push_reps):
         with torch.no_grad():

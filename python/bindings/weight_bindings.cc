@@ -20,8 +20,8 @@ checks every engine byte against digests the trainer computed from its
 arrays, and only then writes the engine's arrays.)doc")
       .def(py::init([](py::object store, py::dict tensors, int rank, int engines,
                        std::string strategy, std::string backend, std::string name, double timeout,
-                       uint64_t bucket, std::vector<std::string> bf16, int streams,
-                       std::vector<std::string> devices) {
+                       double connectTimeout, uint64_t bucket, std::vector<std::string> bf16,
+                       int streams, std::vector<std::string> devices) {
              WeightSyncOptions o;
              o.rank = rank;
              o.engines = engines;
@@ -29,6 +29,7 @@ arrays, and only then writes the engine's arrays.)doc")
              o.backend = std::move(backend);
              o.name = std::move(name);
              o.timeoutSeconds = timeout;
+             o.connectTimeoutSeconds = connectTimeout;
              o.bucketBytes = bucket;
              o.streams = streams;
              o.devices = std::move(devices);
@@ -37,7 +38,7 @@ arrays, and only then writes the engine's arrays.)doc")
            }),
            py::arg("store"), py::arg("tensors"), py::kw_only(), py::arg("rank"), py::arg("engines"),
            py::arg("strategy") = "p2p", py::arg("backend") = "shm", py::arg("name") = "weights",
-           py::arg("timeout") = 60.0, py::arg("bucket") = 0,
+           py::arg("timeout") = 60.0, py::arg("connect_timeout") = 60.0, py::arg("bucket") = 0,
            py::arg("bf16") = std::vector<std::string>{}, py::arg("streams") = 4,
            py::arg("devices") = std::vector<std::string>{})
       .def("update", &WeightSync::update, R"doc(

@@ -65,12 +65,12 @@ Status agreeOnTensors(Store& store, const std::string& sig, const WeightSyncOpti
     TIDE_RETURN_IF_ERROR(store.set("signature", sig));
     for (int r = 1; r <= o.engines; ++r) {
       TIDE_ASSIGN_OR_RETURN(std::string v,
-                            store.get("verdict/" + std::to_string(r), o.timeoutSeconds));
+                            store.get("verdict/" + std::to_string(r), o.connectTimeoutSeconds));
       if (v != "ok") return TIDE_ERROR(Code::kInvalidArgument, v);
     }
     return Status::ok();
   }
-  TIDE_ASSIGN_OR_RETURN(std::string theirs, store.get("signature", o.timeoutSeconds));
+  TIDE_ASSIGN_OR_RETURN(std::string theirs, store.get("signature", o.connectTimeoutSeconds));
   const std::string verdict =
       theirs == sig ? std::string("ok")
                     : "rank " + std::to_string(o.rank) +
@@ -92,7 +92,8 @@ std::unique_ptr<WeightSync> WeightSync::create(py::object store, py::dict tensor
   if (o.rank < 0 || o.rank > o.engines)
     invalid("rank " + std::to_string(o.rank) + " is not in a sync of 1 trainer and " +
             std::to_string(o.engines) + " engines");
-  if (o.timeoutSeconds <= 0) invalid("timeout must be positive");
+  if (o.timeoutSeconds <= 0 || o.connectTimeoutSeconds <= 0)
+    invalid("timeout and connect_timeout must be positive");
   if (tensors.empty()) invalid("no tensors to sync");
   std::unique_ptr<WeightSync> w(new WeightSync());
   w->options_ = o;
@@ -153,7 +154,7 @@ std::unique_ptr<WeightSync> WeightSync::create(py::object store, py::dict tensor
     c.store = w->transportStore_.get();
     c.streams = o.streams;
     c.devices = o.devices;
-    c.connectTimeoutSeconds = o.timeoutSeconds;
+    c.connectTimeoutSeconds = o.connectTimeoutSeconds;
     c.opTimeoutSeconds = o.timeoutSeconds;
     w->transport_ = check(transport::createTransport(c));
     w->shards_ = check(exec::TensorShards::create(w->plan_, w->layouts_, o.rank, std::move(spans),

@@ -33,7 +33,10 @@ struct WeightSyncOptions {
   std::string strategy = "p2p";
   std::string backend = "shm";
   std::string name = "weights";  // keys in the store: several syncs may share one
-  double timeoutSeconds = 60;
+  double timeoutSeconds = 60;    // a step that makes no progress for this long fails
+  // Creation: waiting for the other ranks to agree on the tensors and to
+  // connect (a worker process may start well after the trainer).
+  double connectTimeoutSeconds = 60;
   uint64_t bucketBytes = 0;  // broadcast's bucket; 0: the planner's default
   int streams = 4;
   std::vector<std::string> devices;

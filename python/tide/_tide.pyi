@@ -108,7 +108,8 @@ class RolloutConsumer:
 class WeightSync:
     def __init__(self, store: Store, tensors: dict[str, np.ndarray], *, rank: int, engines: int,
                  strategy: str = "p2p", backend: str = "shm", name: str = "weights",
-                 timeout: float = 60.0, bucket: int = 0, bf16: Sequence[str] = ...,
+                 timeout: float = 60.0, connect_timeout: float = 60.0, bucket: int = 0,
+                 bf16: Sequence[str] = ...,
                  streams: int = 4, devices: Sequence[str] = ...) -> None: ...
     def update(self) -> dict[str, Union[int, float]]: ...
     def plan_json(self) -> str: ...

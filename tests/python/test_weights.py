@@ -124,7 +124,8 @@ def _engine(port, die):
 
     store = t.Store.connect("127.0.0.1", port, token="w")
     arrays = tensors(0, zero=True)
-    s = t.WeightSync(store, arrays, rank=1, engines=1, backend="tcp", timeout=10)
+    s = t.WeightSync(store, arrays, rank=1, engines=1, backend="tcp", timeout=5,
+                     connect_timeout=60)
     if die:
         return  # gone before the update, as a crashed engine
     s.update()
@@ -137,7 +138,10 @@ def test_processes_and_an_engine_that_dies(die):
     store = tide.Store.host("127.0.0.1", 0, token="w")
     p = mp.get_context("spawn").Process(target=_engine, args=(store.port, die))
     p.start()
-    s = tide.WeightSync(store, tensors(1), rank=0, engines=1, backend="tcp", timeout=10)
+    # A process may start slowly on a busy host (connect_timeout); a step
+    # with a dead engine fails after `timeout`.
+    s = tide.WeightSync(store, tensors(1), rank=0, engines=1, backend="tcp", timeout=5,
+                        connect_timeout=60)
     if die:
         p.join(30)
         with pytest.raises(tide.Error):
