@@ -187,6 +187,9 @@ Result<uint64_t> TensorShards::verifyInfer(const RankLayout& layout, int rank, i
     }
     checked += p.bytes;
   }
+  // The version before is done with: one digest key per engine, not one per
+  // step for the rest of a long run.
+  if (version > 0) TIDE_RETURN_IF_ERROR(store_.erase(digestKey(version - 1, rank)));
   return checked;
 }
 

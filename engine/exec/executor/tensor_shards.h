@@ -6,7 +6,8 @@
 // Verification, independent of the transfer: the first training rank
 // publishes, for each version, the XXH3 of every inference block of every
 // rank, hashed from its tensors (not from the shard the transfer reads);
-// an inference rank hashes what landed and compares. Bytes are moved as
+// an inference rank hashes what landed and compares (and erases the digests
+// of the version before). Bytes are moved as
 // they are, so every tensor has one dtype on both sides.
 
 #include <cstdint>

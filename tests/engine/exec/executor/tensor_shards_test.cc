@@ -85,6 +85,7 @@ Memory tensorsOf(bool trainer, uint32_t seed) {
 struct Outcome {
   std::vector<Memory> memory;   // by rank
   std::vector<Status> outcome;  // of the last step, by rank
+  int staleDigests = 0;         // digest keys of versions before the last left in the store
 };
 
 // `steps` updates on every rank as threads over `backend`; before step k the
@@ -136,6 +137,11 @@ Outcome runAll(const plan::TransferPlan& plan, const std::string& backend, int s
     });
   }
   for (auto& t : threads) t.join();
+  for (int v = 1; v < steps; ++v)
+    for (int r = 0; r < world; ++r)
+      run.staleDigests +=
+          store.get("exec/tensor-digests/" + std::to_string(v) + "/" + std::to_string(r), 0.001)
+              .isOk();
   return run;
 }
 
@@ -154,6 +160,7 @@ TEST_P(TensorShardsSync, EveryEngineEndsWithTheTrainersTensors) {
     for (size_t t = 0; t < want.size(); ++t)
       EXPECT_EQ(run.memory[r][t], want[t]) << "rank " << r << " " << kTensors[t].name;
   }
+  EXPECT_EQ(run.staleDigests, 0) << "each engine erases the digests of the version before";
 }
 
 INSTANTIATE_TEST_SUITE_P(Strategies, TensorShardsSync,
