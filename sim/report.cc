@@ -39,13 +39,13 @@ void printStrategyResult(const StrategyResult& r, const Scenario& sc) {
   }
   std::printf("  spans: prepare %.3f s, transfer %.3f s, finalize %.3f s\n", r.prepareSeconds,
               r.transferSeconds, r.finalizeSeconds);
-  if (!r.profileName.empty()) {
-    const std::string why =
-        r.profileChosenBy == "scenario"
-            ? "the scenario's [strategy] profile" +
-                  (r.profileOwn.empty() ? std::string() : "; the strategy's own is " + r.profileOwn)
-        : r.profileChosenBy == "strategy" ? "the strategy's own"
-                                          : "the default: the strategy names none";
+  if (r.profileChoice != ProfileChoice::kNotRecorded) {
+    std::string why = "the default: the strategy names none";
+    if (r.profileChoice == ProfileChoice::kStrategy) why = "the strategy's own";
+    if (r.profileChoice == ProfileChoice::kScenario) {
+      why = "the scenario's [strategy] profile";
+      if (!r.profileOwn.empty()) why += "; the strategy's own is " + r.profileOwn;
+    }
     std::printf("  priced by profile %s (%s)\n", r.profileName.c_str(), why.c_str());
   }
   for (const auto& p : sc.published) {
@@ -158,10 +158,10 @@ nlohmann::json profileJson(const Scenario& sc) {
           {"constants", constants}};
 }
 
-void recordProfile(const Scenario& priced, std::string chosenBy, std::string own,
+void recordProfile(const Scenario& priced, ProfileChoice choice, std::string own,
                    StrategyResult& r) {
   r.profileName = priced.profile.name;
-  r.profileChosenBy = std::move(chosenBy);
+  r.profileChoice = choice;
   r.profileOwn = std::move(own);
   r.profileConstants.clear();
   for (const auto& c : priced.profile.constants)

@@ -21,7 +21,7 @@ nlohmann::json scenarioInputsJson(const Scenario& sc);
 // scenario's override marked "scenario").
 nlohmann::json profileJson(const Scenario& sc);
 // Records in `r` the profile of `priced` and who chose it (StrategyResult).
-void recordProfile(const Scenario& priced, std::string chosenBy, std::string own,
+void recordProfile(const Scenario& priced, ProfileChoice choice, std::string own,
                    StrategyResult& r);
 [[nodiscard]] Status writeJsonFile(const std::string& path, const nlohmann::json& j);
 

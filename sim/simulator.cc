@@ -83,6 +83,20 @@ void takeExecution(StrategyResult& r, ExecResult&& ex, const WorkGraph& g) {
   splitSpans(r);
 }
 
+const char* profileChoiceName(ProfileChoice c) {
+  switch (c) {
+    case ProfileChoice::kScenario:
+      return "scenario";
+    case ProfileChoice::kStrategy:
+      return "strategy";
+    case ProfileChoice::kDefault:
+      return "default";
+    case ProfileChoice::kNotRecorded:
+      break;
+  }
+  return "not recorded";
+}
+
 nlohmann::json StrategyResult::toJson() const {
   nlohmann::json j;
   j["schema"] = "tide.sim/1";
@@ -120,10 +134,11 @@ nlohmann::json StrategyResult::toJson() const {
   j["events_per_second"] = eventsPerSecond;
   j["plan_cpu_seconds"] = planCpuSeconds;
   j["peak_rss_bytes"] = peakRssBytes;
-  if (!profileName.empty()) {
+  if (profileChoice != ProfileChoice::kNotRecorded) {
     nlohmann::json c = nlohmann::json::object();
     for (const auto& [key, secs] : profileConstants) c[key + "_seconds"] = secs;
-    j["profile"] = {{"name", profileName}, {"chosen_by", profileChosenBy}, {"constants", c}};
+    j["profile"] = {
+        {"name", profileName}, {"chosen_by", profileChoiceName(profileChoice)}, {"constants", c}};
     if (!profileOwn.empty()) j["profile"]["own"] = profileOwn;
   }
   return j;

@@ -18,6 +18,15 @@
 
 namespace tide::sim {
 
+// Who chose the cost profile that priced a result.
+enum class ProfileChoice : uint8_t {
+  kNotRecorded,
+  kScenario,  // the scenario's [strategy] profile
+  kStrategy,  // the strategy's own
+  kDefault,   // the strategy names none: the scenario's default
+};
+const char* profileChoiceName(ProfileChoice c);  // "scenario", "strategy", "default"
+
 struct StrategyResult {
   std::string scenario;
   std::string strategy;
@@ -61,12 +70,11 @@ struct StrategyResult {
   double peakRssBytes = 0;
   std::vector<SimEvent> events;
   std::vector<std::string> stageNames;
-  // The cost profile that priced the update and who chose it: "scenario"
-  // ([strategy] profile), "strategy" (the strategy's own) or "default";
-  // `profileOwn`: the strategy's own where the scenario's replaced it; its
-  // constants as applied (key, seconds). Set by the caller that chose it
-  // (empty name: not recorded).
-  std::string profileName, profileChosenBy, profileOwn;
+  // The cost profile that priced the update, who chose it, the strategy's
+  // own where the scenario's replaced it, and its constants as applied (key,
+  // seconds). Set by the caller that chose it (sim::recordProfile).
+  std::string profileName, profileOwn;
+  ProfileChoice profileChoice = ProfileChoice::kNotRecorded;
   std::vector<std::pair<std::string, double>> profileConstants;
 
   nlohmann::json toJson() const;

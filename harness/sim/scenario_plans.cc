@@ -100,9 +100,9 @@ Result<sim::StrategyResult> simulateStrategy(const sim::Scenario& sc, std::strin
   TIDE_ASSIGN_OR_RETURN(sim::StrategyResult r, sim::simulateScenario(priced, p, progress));
   const bool replaced = sc.profileGiven && !d->profile.empty() && d->profile != priced.profile.name;
   sim::recordProfile(priced,
-                     sc.profileGiven      ? "scenario"
-                     : d->profile.empty() ? "default"
-                                          : "strategy",
+                     sc.profileGiven      ? sim::ProfileChoice::kScenario
+                     : d->profile.empty() ? sim::ProfileChoice::kDefault
+                                          : sim::ProfileChoice::kStrategy,
                      replaced ? std::string(d->profile) : std::string(), r);
   r.planCpuSeconds = planCpu;
   r.peakRssBytes = peakRssBytes();

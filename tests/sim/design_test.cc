@@ -295,7 +295,7 @@ TEST(DesignTest, EachResultNamesTheProfileThatPricedIt) {
   auto r = harness::simulateStrategy(own, "p2p");
   ASSERT_TRUE(r.isOk()) << r.status().toString();
   EXPECT_EQ(r->profileName, "tide");
-  EXPECT_EQ(r->profileChosenBy, "strategy");
+  EXPECT_EQ(r->profileChoice, ProfileChoice::kStrategy);
   EXPECT_TRUE(r->profileOwn.empty());
   const nlohmann::json j = r->toJson();
   EXPECT_EQ(j["profile"]["name"], "tide");
@@ -307,7 +307,7 @@ TEST(DesignTest, EachResultNamesTheProfileThatPricedIt) {
   auto g = harness::simulateStrategy(given, "p2p");
   ASSERT_TRUE(g.isOk()) << g.status().toString();
   EXPECT_EQ(g->profileName, "miles");
-  EXPECT_EQ(g->profileChosenBy, "scenario");
+  EXPECT_EQ(g->profileChoice, ProfileChoice::kScenario);
   EXPECT_EQ(g->profileOwn, "tide");
   EXPECT_DOUBLE_EQ(g->toJson()["profile"]["constants"]["host_op_seconds"].get<double>(), 10e-6);
   EXPECT_EQ(sim::scenarioInputsJson(given)["profile"]["name"], "miles");
