@@ -171,10 +171,7 @@ std::unique_ptr<WeightSync> WeightSync::create(py::object store, py::dict tensor
 }
 
 WeightSync::~WeightSync() {
-  py::gil_scoped_release nogil;
-  executor_.reset();
-  shards_.reset();
-  transport_.reset();
+  close();
 }
 
 void WeightSync::requireOpen() const {
@@ -224,6 +221,7 @@ std::string WeightSync::planJson() const {
 }
 
 void WeightSync::close() {
+  // Without the GIL: tearing down a transport joins its threads.
   py::gil_scoped_release nogil;
   std::lock_guard<std::mutex> lock(mu_);
   executor_.reset();

@@ -49,6 +49,14 @@ Result<std::vector<uint64_t>> decode(const std::string& s, size_t blocks, int ra
   return out;
 }
 
+// The box of a whole tensor.
+plan::RegionBox wholeBox(const plan::TensorInfo& ti) {
+  plan::RegionBox b;
+  b.ndim = static_cast<uint8_t>(ti.shape.size());
+  for (size_t d = 0; d < ti.shape.size(); ++d) b.hi[d] = static_cast<plan::Coord>(ti.shape[d]);
+  return b;
+}
+
 }  // namespace
 
 TensorShards::TensorShards(const plan::TransferPlan& plan, const std::vector<RankLayout>& layouts,
@@ -90,9 +98,7 @@ Result<std::unique_ptr<TensorShards>> TensorShards::create(const plan::TransferP
                             " in training and " + workloads::dtypeName(ti.inferDtype) +
                             " in inference; tensors are moved as they are");
     }
-    uint64_t numel = 1;
-    for (uint64_t d : ti.shape) numel *= d;
-    const uint64_t want = numel * workloads::bytesOf(ti.trainDtype);
+    const uint64_t want = plan.regionBytes(static_cast<uint32_t>(t), wholeBox(ti), ti.trainDtype);
     if (tensors[t].size() != want) {
       return TIDE_ERROR(Code::kInvalidArgument,
                         "tensor shards: " + ti.name + " has " + std::to_string(tensors[t].size()) +
@@ -104,14 +110,10 @@ Result<std::unique_ptr<TensorShards>> TensorShards::create(const plan::TransferP
 }
 
 std::vector<Run> TensorShards::runsOf(const Placed& p) const {
-  const plan::TensorInfo& ti = plan_.tensors[p.tensor];
   Placed whole;
   whole.tensor = p.tensor;
   whole.dtype = p.dtype;
-  whole.box.ndim = static_cast<uint8_t>(ti.shape.size());
-  for (size_t d = 0; d < ti.shape.size(); ++d) {
-    whole.box.hi[d] = static_cast<plan::Coord>(ti.shape[d]);
-  }
+  whole.box = wholeBox(plan_.tensors[p.tensor]);
   std::vector<Run> runs;
   boxRuns(p.box, whole, p, workloads::bytesOf(p.dtype), runs);
   return runs;
